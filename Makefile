@@ -1,0 +1,31 @@
+# Every target creates and uses the local virtual environment .venv: a fresh machine
+# needs only Python 3.11+ (and, for `make bench`, the load generator wrk).
+VENV   := .venv
+PYTHON := $(VENV)/bin/python
+READY  := $(VENV)/.installed
+BOOTSTRAP_PYTHON ?= python3
+
+.PHONY: demo test lint bench clean
+
+$(READY): pyproject.toml
+	$(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	touch $(READY)
+
+demo: $(READY)
+	$(VENV)/bin/clubwire demo
+
+test: $(READY)
+	$(VENV)/bin/pytest
+
+lint: $(READY)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: $(READY)
+	$(PYTHON) bench/api.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from clubwire.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Pure rules: key format, timestamps, programs. Imports nothing else from the package."""

@@ -1,0 +1,67 @@
+"""The errors clubwire raises. Each subclass's docstring is its default message.
+
+The web layer maps them to problem+json responses, the CLI to one line on stderr;
+nothing below the edges knows about HTTP status codes.
+"""
+
+from __future__ import annotations
+
+
+class ClubwireError(Exception):
+    """Something went wrong."""
+
+    code = "error"
+
+    def __init__(self, detail: str | None = None) -> None:
+        self.detail = detail or (self.__doc__ or "").strip()
+        super().__init__(self.detail)
+
+
+class InvalidInput(ClubwireError):
+    """The input is not valid."""
+
+    code = "invalid_input"
+
+
+class NotFound(ClubwireError):
+    """Not found."""
+
+    code = "not_found"
+
+
+class Unauthenticated(ClubwireError):
+    """The API key is missing, malformed, unknown or revoked, or the club's module is off."""
+
+    code = "invalid_token"
+
+
+class MissingCredentials(Unauthenticated):
+    """Send an API key in the header Authorization: Bearer cw_live_<prefix>_<secret>."""
+
+
+class InsufficientScope(ClubwireError):
+    """The API key lacks the scope this request needs."""
+
+    code = "insufficient_scope"
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        super().__init__(f"This request needs an API key with the scope {scope}.")
+
+
+class Forbidden(ClubwireError):
+    """You may not do this."""
+
+    code = "forbidden"
+
+
+class ConfigurationError(ClubwireError):
+    """The configuration is not valid."""
+
+    code = "configuration_error"
+
+
+class NotMigrated(ClubwireError):
+    """The database schema is not at the latest version: run `clubwire migrate`."""
+
+    code = "not_migrated"

@@ -1,0 +1,1 @@
+"""Use-cases shared by the web layer, the worker and the CLI."""

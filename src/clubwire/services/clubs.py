@@ -1,0 +1,82 @@
+"""Clubs: create or rename, switch the ``webhooks`` module, look up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from clubwire import errors, ids
+from clubwire.domain import clubs, timestamps
+from clubwire.storage.models import Club
+
+MAX_NAME_LENGTH = 200
+
+
+def put_club(session: Session, slug: str, name: str, now: datetime) -> tuple[Club, bool]:
+    """Create the club, or rename it; returns the club and whether it was created."""
+    _check_slug(slug)
+    name = name.strip()
+    if not name or len(name) > MAX_NAME_LENGTH:
+        raise errors.InvalidInput(f"A club name has 1–{MAX_NAME_LENGTH} characters.")
+    club = session.scalar(select(Club).where(Club.slug == slug))
+    if club is None:
+        club = Club(id=ids.new_id("org"), slug=slug, name=name, created_at=now, updated_at=now)
+        club.webhooks_enabled = False
+        club.programs_version = 0
+        session.add(club)
+        session.flush()
+        return club, True
+    if club.name != name:
+        club.name = name
+        club.updated_at = now
+    return club, False
+
+
+def create_club(session: Session, slug: str, name: str, now: datetime) -> Club:
+    """Create a new club; a slug already taken is an error (use ``put_club`` to upsert)."""
+    _check_slug(slug)
+    if session.scalar(select(Club.id).where(Club.slug == slug)) is not None:
+        raise errors.InvalidInput(f"A club with the slug {slug!r} exists already.")
+    club, _ = put_club(session, slug, name, now)
+    return club
+
+
+def get_club(session: Session, slug: str) -> Club:
+    club = session.scalar(select(Club).where(Club.slug == slug))
+    if club is None:
+        raise errors.NotFound(f"There is no club {slug!r}.")
+    return club
+
+
+def list_clubs(session: Session) -> Sequence[Club]:
+    return session.scalars(select(Club).order_by(Club.slug)).all()
+
+
+def set_webhooks_module(session: Session, slug: str, enabled: bool, now: datetime) -> Club:
+    """Switch the club's Webhooks & API module on or off (idempotent)."""
+    club = get_club(session, slug)
+    if club.webhooks_enabled != enabled:
+        club.webhooks_enabled = enabled
+        club.updated_at = now
+    return club
+
+
+def _check_slug(slug: str) -> None:
+    if not clubs.is_slug(slug):
+        raise errors.InvalidInput(f"{slug!r} is not a valid club slug: use {clubs.SLUG_RULE}.")
+
+
+def describe(club: Club, base_url: str) -> dict[str, object]:
+    """The club as the internal API and ``--json`` show it."""
+    return {
+        "id": club.id,
+        "slug": club.slug,
+        "name": club.name,
+        "webhooksEnabled": club.webhooks_enabled,
+        "baseUrl": base_url,
+        "createdAt": timestamps.to_wire(club.created_at),
+        "updatedAt": timestamps.to_wire(club.updated_at),
+    }

@@ -1,0 +1,152 @@
+"""One typed settings object, read from ``CLUBWIRE_*`` environment variables (and ``.env``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+import pydantic
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from clubwire import errors
+
+log = logging.getLogger(__name__)
+
+HOME = Path(".clubwire")
+SECRET_KEY_FILE = "secret_key"  # noqa: S105 (a file name)
+MIN_SECRET_LENGTH = 32
+
+
+class Settings(BaseSettings):
+    """Everything clubwire reads from its environment; see ``.env.example`` for each key."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CLUBWIRE_",
+        env_file=".env",
+        env_ignore_empty=True,
+        extra="ignore",
+        frozen=True,
+    )
+
+    home: Path = HOME
+    database_url: str = ""
+    public_url: str = "http://127.0.0.1:8000"
+    club_host_suffix: str | None = None
+    platform_token: Annotated[SecretStr | None, Field(min_length=16)] = None
+    secret_key: Annotated[SecretStr | None, Field(min_length=MIN_SECRET_LENGTH)] = None
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str) -> str:
+        if value and not value.startswith(("sqlite:", "postgresql:", "postgresql+psycopg:")):
+            raise ValueError("must start with sqlite:/// or postgresql://")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _absolute_http_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an absolute http:// or https:// URL")
+        return value.rstrip("/")
+
+    @field_validator("club_host_suffix")
+    @classmethod
+    def _dotted_suffix(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith(".") or "/" in value or ":" in value):
+            raise ValueError(
+                "must be a host name suffix that starts with a dot, like .api.example.com"
+            )
+        return value.lower() if value else None
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The database URL with the driver SQLAlchemy should use."""
+        url = self.database_url or f"sqlite:///{self.home / 'clubwire.db'}"
+        if url.startswith("postgresql://"):
+            return "postgresql+psycopg://" + url.removeprefix("postgresql://")
+        return url
+
+    def club_base_url(self, slug: str) -> str:
+        """The club's ``{base_url}`` (DESIGN §5): by host when a suffix is set, else by path."""
+        if self.club_host_suffix:
+            return f"https://{slug}{self.club_host_suffix}"
+        return f"{self.public_url}/clubs/{slug}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.sqlalchemy_url.startswith("sqlite:")
+
+    def secret_key_value(self) -> str:
+        """The encryption key for secrets at rest; ``load_settings`` guarantees there is one."""
+        if self.secret_key is None:
+            raise errors.ConfigurationError("CLUBWIRE_SECRET_KEY is not set.")
+        return self.secret_key.get_secret_value()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings from the environment and make sure a secret key exists.
+
+    On the embedded SQLite default a missing ``CLUBWIRE_SECRET_KEY`` is generated once into
+    the home folder (with a warning); with PostgreSQL it must be set.
+    """
+    try:
+        settings = Settings(**overrides)  # type: ignore[arg-type]
+    except pydantic.ValidationError as exc:
+        raise errors.ConfigurationError(_describe(exc)) from None
+    if settings.secret_key is not None:
+        return settings
+    if not settings.is_sqlite:
+        raise errors.ConfigurationError(
+            "CLUBWIRE_SECRET_KEY must be set when the database is PostgreSQL "
+            f"(at least {MIN_SECRET_LENGTH} characters)."
+        )
+    return settings.model_copy(
+        update={"secret_key": SecretStr(_embedded_secret_key(settings.home))}
+    )
+
+
+def _embedded_secret_key(home: Path) -> str:
+    """The key kept in ``home``, made once; two processes starting together agree on it."""
+    path = home / SECRET_KEY_FILE
+    if not path.exists():
+        _create_key_file(home, path)
+    key = path.read_text().strip()
+    if len(key) < MIN_SECRET_LENGTH:
+        raise errors.ConfigurationError(
+            f"{path} holds no usable key (fewer than {MIN_SECRET_LENGTH} characters): "
+            "restore it from a backup, or delete it only if nothing was encrypted with it."
+        )
+    return key
+
+
+def _create_key_file(home: Path, path: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    draft = home / f".{SECRET_KEY_FILE}.{secrets.token_hex(4)}"
+    fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(secrets.token_urlsafe(32) + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    try:
+        os.link(draft, path)  # atomic, and fails if another process got there first
+    except FileExistsError:
+        return
+    finally:
+        draft.unlink()
+    log.warning(
+        "CLUBWIRE_SECRET_KEY is not set: generated one into %s. "
+        "Keep it with the database; set CLUBWIRE_SECRET_KEY in production.",
+        path,
+    )
+
+
+def _describe(exc: pydantic.ValidationError) -> str:
+    first = exc.errors()[0]
+    name = "CLUBWIRE_" + str(first["loc"][0]).upper() if first["loc"] else "settings"
+    return f"{name}: {first['msg']}"

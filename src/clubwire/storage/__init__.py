@@ -1,0 +1,1 @@
+"""SQLAlchemy models, engine and session setup, and the Alembic migrations."""

@@ -1,0 +1,43 @@
+"""Engines and sessions for the ORM side (services, CLI, internal API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.settings import Settings
+
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+)
+
+
+def engine_for(settings: Settings) -> Engine:
+    """An engine for the configured database; SQLite gets WAL and foreign keys."""
+    url = make_url(settings.sqlalchemy_url)
+    if url.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+    event.listen(engine, "connect", _sqlite_on_connect)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: object) -> None:
+    cursor = dbapi_connection.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        cursor.execute(pragma)
+    cursor.close()
+
+
+def sessions(engine: Engine) -> sessionmaker[Session]:
+    """The session factory: use ``with sessions.begin() as session:`` for one transaction."""
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,1 @@
+"""The HTTP edge: ``create_app`` builds the whole service."""

@@ -1,0 +1,153 @@
+"""The host platform's API, ``/internal/v1``: sync clubs, the module switch and programs."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire import errors
+from clubwire.domain import clubs as club_rules
+from clubwire.domain import keys, programs
+from clubwire.services import clubs
+from clubwire.services import programs as program_service
+from clubwire.settings import Settings
+from clubwire.storage import models
+from clubwire.web import openapi, problems
+
+Slug = Annotated[str, Path(pattern=club_rules.SLUG_PATTERN, examples=["granite-curling-club"])]
+ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True)
+
+
+class ClubIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=200, examples=["Granite Curling Club"])]
+
+
+class ModuleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool
+
+
+class ClubOut(_Out):
+    id: str
+    slug: str
+    name: str
+    webhooks_enabled: bool
+    base_url: str
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, club: models.Club, settings: Settings) -> ClubOut:
+        return cls.model_validate(clubs.describe(club, settings.club_base_url(club.slug)))
+
+
+class ProgramOut(programs.Program):
+    private: bool
+
+    @classmethod
+    def of(cls, program: models.Program) -> ProgramOut:
+        return cls.model_validate({**programs.to_wire(program), "private": program.private})
+
+
+def router(settings: Settings) -> APIRouter:
+    """The internal API's routes, behind ``Authorization: Bearer <CLUBWIRE_PLATFORM_TOKEN>``."""
+    api = APIRouter(
+        prefix="/internal/v1",
+        tags=["internal"],
+        dependencies=[Depends(_platform_guard(settings))],
+        responses=problems.documented(401, 403, 404, 422),
+    )
+    secured: dict[str, Any] = {"openapi_extra": {"security": [{openapi.PLATFORM_SCHEME: []}]}}
+
+    @api.put("/clubs/{slug}", summary="Create or rename a club", **secured)
+    def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
+        with _transaction(request) as session:
+            club, created = clubs.put_club(session, slug, body.name, _now(request))
+            response.status_code = 201 if created else 200
+            return ClubOut.of(club, settings)
+
+    @api.put(
+        "/clubs/{slug}/modules/webhooks", summary="Switch the Webhooks & API module", **secured
+    )
+    def put_module(slug: Slug, body: ModuleIn, request: Request) -> ClubOut:
+        with _transaction(request) as session:
+            club = clubs.set_webhooks_module(session, slug, body.enabled, _now(request))
+            return ClubOut.of(club, settings)
+
+    @api.put(
+        "/clubs/{slug}/programs/{program_id}", summary="Create or replace a program", **secured
+    )
+    def put_program(
+        slug: Slug,
+        program_id: ProgramIdPath,
+        body: programs.ProgramData,
+        request: Request,
+        response: Response,
+    ) -> ProgramOut:
+        with _transaction(request) as session:
+            club = clubs.get_club(session, slug)
+            program, outcome = program_service.put_program(
+                session, club, program_id, body, _now(request)
+            )
+            response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
+            return ProgramOut.of(program)
+
+    @api.delete(
+        "/clubs/{slug}/programs/{program_id}",
+        summary="Delete a program (deleting one that is gone is not an error)",
+        status_code=204,
+        response_class=Response,
+        **secured,
+    )
+    def delete_program(slug: Slug, program_id: ProgramIdPath, request: Request) -> Response:
+        with _transaction(request) as session:
+            program_service.delete_program(session, clubs.get_club(session, slug), program_id)
+        return Response(status_code=204)
+
+    return api
+
+
+def _platform_guard(settings: Settings) -> Callable[[Request], None]:
+    expected = settings.platform_token
+
+    def guard(request: Request) -> None:
+        if expected is None:
+            raise errors.Forbidden(
+                "The internal API is off: set CLUBWIRE_PLATFORM_TOKEN to turn it on."
+            )
+        presented = keys.bearer_token(request.headers.get("authorization"))
+        if presented is None:
+            raise errors.MissingCredentials(
+                "Send the platform token: Authorization: Bearer <CLUBWIRE_PLATFORM_TOKEN>."
+            )
+        if not hmac.compare_digest(
+            presented.encode("latin-1"), expected.get_secret_value().encode()
+        ):
+            raise errors.Unauthenticated("The platform token is not right.")
+
+    return guard
+
+
+@contextmanager
+def _transaction(request: Request) -> Iterator[Session]:
+    sessions: sessionmaker[Session] = request.state.sessions
+    with sessions.begin() as session:
+        yield session
+
+
+def _now(request: Request) -> datetime:
+    clock: Callable[[], datetime] = request.state.clock
+    return clock()

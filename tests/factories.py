@@ -1,0 +1,75 @@
+"""Factories for test data: realistic defaults, every field overridable."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from clubwire.domain import programs, scopes
+from clubwire.services import clubs, keys
+from clubwire.services import programs as program_service
+from clubwire.storage.models import ApiKey, Club, Program
+
+EPOCH = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that stands still until a test moves it."""
+
+    def __init__(self, now: datetime = EPOCH) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def make_club(
+    session: Session, slug: str = "granite", *, enabled: bool = True, name: str = ""
+) -> Club:
+    club, _ = clubs.put_club(session, slug, name or f"{slug.title()} Curling Club", EPOCH)
+    clubs.set_webhooks_module(session, slug, enabled, EPOCH)
+    return club
+
+
+def program_data(**overrides: Any) -> dict[str, Any]:
+    """A program as the platform sends it, in the API's field names."""
+    data: dict[str, Any] = {
+        "name": "Tuesday Night League",
+        "description": "Social league, two draws a night.",
+        "type": "LEAGUE",
+        "status": "ACTIVE",
+        "startDate": "2026-01-13T18:30:00.000Z",
+        "endDate": "2026-03-31T22:00:00.000Z",
+        "price": "325.00",
+        "capacity": 48,
+        "private": False,
+    }
+    data.update(overrides)
+    return data
+
+
+def make_program(
+    session: Session, club: Club, program_id: str = "prg_1", **overrides: Any
+) -> Program:
+    record = programs.ProgramData.model_validate(program_data(**overrides))
+    program, _ = program_service.put_program(session, club, program_id, record, EPOCH)
+    return program
+
+
+def make_key(
+    session: Session,
+    club: Club,
+    granted: tuple[str, ...] = (scopes.READ_PROGRAMS,),
+    name: str = "test",
+) -> tuple[ApiKey, str]:
+    return keys.create_key(session, club, granted, name, EPOCH)
+
+
+def price(value: str) -> Decimal:
+    return Decimal(value)

@@ -1,0 +1,204 @@
+"""``/internal/v1``: the host platform syncs clubs, the module switch and programs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.settings import Settings
+from clubwire.storage.models import Club, Program
+from clubwire.web.app import create_app
+from tests.conftest import PLATFORM_TOKEN, make_settings
+from tests.factories import FakeClock, make_key, program_data
+
+AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
+CLUB = "/internal/v1/clubs/granite"
+PROGRAM = f"{CLUB}/programs/tue-league"
+
+
+def _count(sessions: sessionmaker[Session], model: type[Club] | type[Program]) -> int:
+    with sessions() as session:
+        return session.scalar(select(func.count()).select_from(model)) or 0
+
+
+def test_put_club_creates_then_renames(client: TestClient) -> None:
+    created = client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    assert created.status_code == 201
+    renamed = client.put(CLUB, json={"name": "Granite Curling Club"}, headers=AUTH)
+    assert renamed.status_code == 200
+    body = renamed.json()
+    assert body["id"] == created.json()["id"]
+    assert body["name"] == "Granite Curling Club"
+    assert body["webhooksEnabled"] is False
+    assert body["baseUrl"] == "http://127.0.0.1:8000/clubs/granite"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 401),
+        ({"Authorization": "Bearer wrong-token-0123456789"}, 401),
+        ({"Authorization": "Basic eA=="}, 401),
+    ],
+)
+def test_the_platform_token_is_required(
+    client: TestClient, sessions: sessionmaker[Session], headers: dict[str, str], status: int
+) -> None:
+    response = client.put(CLUB, json={"name": "Granite"}, headers=headers)
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert _count(sessions, Club) == 0
+
+
+def test_a_non_ascii_token_is_refused_not_crashed(client: TestClient) -> None:
+    response = client.put(
+        CLUB, json={"name": "G"}, headers={b"Authorization": "Bearer tökén".encode("latin-1")}
+    )
+    assert response.status_code == 401
+
+
+def test_without_a_configured_token_the_internal_api_is_off(
+    settings: Settings, tmp_path: Path
+) -> None:
+    off = make_settings(settings.database_url, tmp_path, platform_token=None)
+    with TestClient(create_app(off)) as client:
+        response = client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    assert response.status_code == 403
+    assert "CLUBWIRE_PLATFORM_TOKEN" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/internal/v1/clubs/Not_A_Slug", {"name": "x"}),
+        (CLUB, {"name": ""}),
+        (CLUB, {}),
+        (CLUB, {"name": "x", "extra": 1}),
+        (CLUB, ["not", "an", "object"]),
+    ],
+)
+def test_invalid_club_input_is_422_and_stores_nothing(
+    client: TestClient, sessions: sessionmaker[Session], path: str, body: object
+) -> None:
+    response = client.put(path, json=body, headers=AUTH)
+    assert response.status_code == 422
+    assert response.json()["code"] == "invalid_input"
+    assert _count(sessions, Club) == 0
+
+
+def test_malformed_json_is_422(client: TestClient) -> None:
+    response = client.put(
+        CLUB, content=b"{nope", headers={**AUTH, "Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+
+
+def test_module_switch(client: TestClient) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    on = client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    assert on.status_code == 200
+    assert on.json()["webhooksEnabled"] is True
+    again = client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    assert again.json()["webhooksEnabled"] is True
+    bad = client.put(f"{CLUB}/modules/webhooks", json={"enabled": "maybe"}, headers=AUTH)
+    assert bad.status_code == 422
+
+
+def test_module_switch_of_an_unknown_club_is_404(client: TestClient) -> None:
+    response = client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+
+
+def test_put_program_creates_updates_and_shows_in_the_api(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    created = client.put(PROGRAM, json=program_data(), headers=AUTH)
+    assert created.status_code == 201
+    assert created.json()["private"] is False
+    updated = client.put(PROGRAM, json=program_data(capacity=60), headers=AUTH)
+    assert (updated.status_code, updated.json()["capacity"]) == (200, 60)
+    with sessions.begin() as session:
+        _, key = make_key(session, session.scalars(select(Club)).one())
+    listed = client.get(
+        "/clubs/granite/api/v1/programs", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert [(p["id"], p["capacity"]) for p in listed.json()["data"]] == [("tue-league", 60)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        program_data(startDate="2026-01-13T18:30:00"),
+        program_data(endDate="2025-01-01T00:00:00Z"),
+        program_data(price=-1),
+        program_data(type="CURLING_PARTY"),
+        program_data(id="tue-league"),
+        {"name": "only a name"},
+    ],
+)
+def test_invalid_program_is_422_and_stores_nothing(
+    client: TestClient, sessions: sessionmaker[Session], body: dict[str, object]
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    response = client.put(PROGRAM, json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"]
+    assert _count(sessions, Program) == 0
+
+
+def test_program_of_an_unknown_club_is_404(client: TestClient) -> None:
+    assert client.put(PROGRAM, json=program_data(), headers=AUTH).status_code == 404
+    assert client.delete(PROGRAM, headers=AUTH).status_code == 404
+
+
+def test_a_bad_program_id_is_422(client: TestClient) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    response = client.put(f"{CLUB}/programs/-starts-with-dash", json=program_data(), headers=AUTH)
+    assert response.status_code == 422
+
+
+def test_delete_program_is_idempotent(client: TestClient, sessions: sessionmaker[Session]) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    client.put(PROGRAM, json=program_data(), headers=AUTH)
+    assert client.delete(PROGRAM, headers=AUTH).status_code == 204
+    assert client.delete(PROGRAM, headers=AUTH).status_code == 204
+    assert _count(sessions, Program) == 0
+
+
+@pytest.fixture
+def host_client(settings: Settings, tmp_path: Path) -> Iterator[TestClient]:
+    by_host = make_settings(settings.database_url, tmp_path, club_host_suffix=".api.example.com")
+    with TestClient(create_app(by_host, FakeClock())) as client:
+        yield client
+
+
+def test_host_based_base_url(host_client: TestClient, sessions: sessionmaker[Session]) -> None:
+    host_client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    on = host_client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    assert on.json()["baseUrl"] == "https://granite.api.example.com"
+    host_client.put(PROGRAM, json=program_data(), headers=AUTH)
+    with sessions.begin() as session:
+        _, key = make_key(session, session.scalars(select(Club)).one())
+    bearer = {"Authorization": f"Bearer {key}"}
+    by_host = host_client.get(
+        "/api/v1/programs", headers={**bearer, "Host": "granite.api.example.com"}
+    )
+    assert [p["id"] for p in by_host.json()["data"]] == ["tue-league"]
+    elsewhere = host_client.get(
+        "/api/v1/programs", headers={**bearer, "Host": "marble.api.example.com"}
+    )
+    assert elsewhere.status_code == 401
+    assert host_client.get("/clubs/granite/api/v1/programs", headers=bearer).status_code == 404
+    document = host_client.get(
+        "/api/v1/openapi.json", headers={"Host": "granite.api.example.com:443"}
+    ).json()
+    assert document["servers"][0]["url"] == "https://granite.api.example.com"

@@ -1,0 +1,56 @@
+"""The OpenAPI documents: the public one per club, and the whole service's."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+
+def test_public_document_is_served_at_the_clubs_base_url(client: TestClient) -> None:
+    response = client.get("/clubs/granite/api/v1/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["openapi"].startswith("3.1")
+    assert document["servers"] == [
+        {"url": "http://127.0.0.1:8000/clubs/granite", "description": "This club"}
+    ]
+    assert list(document["paths"]) == ["/api/v1/programs"]
+    operation = document["paths"]["/api/v1/programs"]["get"]
+    assert operation["security"] == [{"apiKey": []}]
+    assert set(operation["responses"]) == {"200", "401", "403"}
+    assert operation["responses"]["200"]["content"]["application/json"]["example"]["data"]
+    assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    assert "platformToken" not in document["components"]["securitySchemes"]
+    program = document["components"]["schemas"]["Program"]
+    assert set(program["properties"]) == {
+        "id",
+        "name",
+        "description",
+        "type",
+        "status",
+        "startDate",
+        "endDate",
+        "price",
+        "capacity",
+        "createdAt",
+        "updatedAt",
+    }
+
+
+def test_each_club_gets_its_own_server(client: TestClient) -> None:
+    document = client.get("/clubs/marble/api/v1/openapi.json").json()
+    assert document["servers"][0]["url"] == "http://127.0.0.1:8000/clubs/marble"
+
+
+def test_service_document_holds_the_internal_and_public_apis(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    assert {
+        "/internal/v1/clubs/{slug}",
+        "/internal/v1/clubs/{slug}/modules/webhooks",
+        "/internal/v1/clubs/{slug}/programs/{program_id}",
+        "/clubs/{slug}/api/v1/programs",
+    } <= set(document["paths"])
+    internal = document["paths"]["/internal/v1/clubs/{slug}"]["put"]
+    assert internal["security"] == [{"platformToken": []}]
+    assert "application/problem+json" in internal["responses"]["401"]["content"]
+    public = document["paths"]["/clubs/{slug}/api/v1/programs"]["get"]
+    assert public["parameters"][0]["name"] == "slug"

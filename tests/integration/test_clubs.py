@@ -1,0 +1,76 @@
+"""Clubs: create or rename, the module switch, lookups."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from clubwire import errors
+from clubwire.services import clubs
+from clubwire.storage.models import Club
+from tests.factories import EPOCH
+
+
+def test_put_club_creates_with_the_module_off(session: Session) -> None:
+    club, created = clubs.put_club(session, "granite", "Granite Curling Club", EPOCH)
+    session.commit()
+    assert created
+    assert club.id.startswith("org_")
+    assert club.webhooks_enabled is False
+
+
+def test_put_club_again_renames_and_keeps_the_id(session: Session) -> None:
+    first, _ = clubs.put_club(session, "granite", "Granite", EPOCH)
+    second, created = clubs.put_club(session, "granite", "Granite Curling Club", EPOCH)
+    assert not created
+    assert second.id == first.id
+    assert second.name == "Granite Curling Club"
+    assert session.scalar(select(func.count()).select_from(Club)) == 1
+
+
+@pytest.mark.parametrize("slug", ["", "Granite", "-granite", "granite-", "gran_ite", "a" * 64])
+def test_a_bad_slug_is_refused(session: Session, slug: str) -> None:
+    with pytest.raises(errors.InvalidInput, match="slug"):
+        clubs.put_club(session, slug, "Name", EPOCH)
+    assert session.scalar(select(func.count()).select_from(Club)) == 0
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 201])
+def test_a_bad_name_is_refused(session: Session, name: str) -> None:
+    with pytest.raises(errors.InvalidInput, match="name"):
+        clubs.put_club(session, "granite", name, EPOCH)
+
+
+def test_create_club_refuses_a_taken_slug(session: Session) -> None:
+    clubs.create_club(session, "granite", "Granite", EPOCH)
+    with pytest.raises(errors.InvalidInput, match="exists already"):
+        clubs.create_club(session, "granite", "Other", EPOCH)
+
+
+def test_module_switch_is_idempotent(session: Session) -> None:
+    clubs.put_club(session, "granite", "Granite", EPOCH)
+    assert clubs.set_webhooks_module(session, "granite", True, EPOCH).webhooks_enabled
+    assert clubs.set_webhooks_module(session, "granite", True, EPOCH).webhooks_enabled
+    assert not clubs.set_webhooks_module(session, "granite", False, EPOCH).webhooks_enabled
+
+
+def test_an_unknown_club_is_not_found(session: Session) -> None:
+    with pytest.raises(errors.NotFound, match="nowhere"):
+        clubs.get_club(session, "nowhere")
+    with pytest.raises(errors.NotFound):
+        clubs.set_webhooks_module(session, "nowhere", True, EPOCH)
+
+
+def test_describe_uses_wire_names_and_timestamps(session: Session) -> None:
+    club, _ = clubs.put_club(session, "granite", "Granite", EPOCH)
+    record = clubs.describe(club, "http://x/clubs/granite")
+    assert record == {
+        "id": club.id,
+        "slug": "granite",
+        "name": "Granite",
+        "webhooksEnabled": False,
+        "baseUrl": "http://x/clubs/granite",
+        "createdAt": "2026-01-05T12:00:00.000Z",
+        "updatedAt": "2026-01-05T12:00:00.000Z",
+    }
