@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.routing import Host, Mount
+from starlette.routing import BaseRoute, Host, Router
 
 import clubwire
 from clubwire.domain import timestamps
@@ -50,10 +50,15 @@ def create_app(settings: Settings, clock: Callable[[], datetime] = timestamps.ut
     )
     problems.install(app)
     app.include_router(internal_api.router(settings))
-    public = public_api.create(settings)
-    if settings.club_host_suffix:
-        app.router.routes.append(Host("{slug}" + settings.club_host_suffix, public))
-    else:
-        app.router.routes.append(Mount("/clubs/{slug}", public))
+    app.router.routes[:0] = _public_routes(settings)
+    public = public_api.describe()
     app.openapi = lambda: openapi.service_document(app, public, settings)  # type: ignore[method-assign]
     return app
+
+
+def _public_routes(settings: Settings) -> list[BaseRoute]:
+    """The club data API, first in line: by host name with a suffix, else under /clubs/{slug}."""
+    if settings.club_host_suffix:
+        club_host = "{slug}" + settings.club_host_suffix
+        return [Host(club_host, Router(public_api.routes(settings, prefix="")))]
+    return public_api.routes(settings, prefix="/clubs/{slug}")
