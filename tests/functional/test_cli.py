@@ -287,3 +287,63 @@ def test_serve_answers_the_api_in_a_real_process(
         server.terminate()
         output = server.communicate(timeout=10)[0].decode()
     assert key not in output
+
+
+@pytest.mark.slow
+def test_serve_refuses_an_unmigrated_postgres_schema(
+    postgres_template: str, tmp_path: Path
+) -> None:
+    from tests.conftest import POSTGRES_URL, _admin
+
+    name = f"clubwire_empty_{os.getpid()}"
+    with _admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            url = POSTGRES_URL.rpartition("/")[0] + f"/{name}"
+            env = {**os.environ, "CLUBWIRE_DATABASE_URL": url, "CLUBWIRE_SECRET_KEY": SECRET_KEY}
+            done = subprocess.run(
+                [sys.executable, "-m", "clubwire", "serve", "--port", str(_free_port())],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "clubwire: error: The database schema is not at the latest version: run `clubwire migrate`."
+    ]
+
+
+@pytest.mark.slow
+def test_demo_serves_the_curl_it_prints(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUBWIRE_")}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "clubwire", "demo", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        lines = [demo.stdout.readline() for _ in range(8)]
+        curl = next(line for line in lines if line.strip().startswith("curl"))
+        key = curl.split("Bearer ")[1].split("'")[0]
+        url = curl.split("' ")[-1].strip()
+        body = json.loads(_wait_for(url, {"Authorization": f"Bearer {key}"}))
+        names = [p["name"] for p in body["data"]]
+        assert "Tuesday Night League" in names
+        assert "Board Strategy Retreat" not in names
+        assert "Spring Fling Bonspiel" not in names
+    finally:
+        demo.terminate()
+        _, errors_out = demo.communicate(timeout=10)
+    assert "Application shutdown complete" in errors_out
+    assert key not in errors_out
+    assert (tmp_path / ".clubwire" / "clubwire.db").exists()
