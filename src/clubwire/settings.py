@@ -6,12 +6,12 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Self
 from urllib.parse import urlsplit
 
 import pydantic
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from clubwire import errors
 
@@ -39,6 +39,40 @@ class Settings(BaseSettings):
     club_host_suffix: str | None = None
     platform_token: Annotated[SecretStr | None, Field(min_length=16)] = None
     secret_key: Annotated[SecretStr | None, Field(min_length=MIN_SECRET_LENGTH)] = None
+
+    # Webhooks (DESIGN §6, §7)
+    retry_schedule: Annotated[tuple[int, ...], NoDecode] = (60, 300, 1800, 7200, 43200)
+    attempt_timeout: Annotated[float, Field(gt=0, le=60)] = 10.0
+    connect_timeout: Annotated[float, Field(gt=0, le=60)] = 5.0
+    lease_seconds: Annotated[float, Field(gt=0)] = 60.0
+    max_in_flight: Annotated[int, Field(ge=1, le=10_000)] = 128
+    max_in_flight_per_endpoint: Annotated[int, Field(ge=1, le=1_000)] = 16
+    max_endpoints_per_club: Annotated[int, Field(ge=1, le=1_000)] = 20
+    allow_private_targets: bool = False
+    ca_bundle: Path | None = None
+
+    @field_validator("retry_schedule", mode="before")
+    @classmethod
+    def _seconds_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return tuple(int(part) for part in value.split(",") if part.strip())
+            except ValueError:
+                raise ValueError("must be whole seconds separated by commas") from None
+        return value
+
+    @field_validator("retry_schedule")
+    @classmethod
+    def _positive_delays(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value or any(delay < 0 for delay in value):
+            raise ValueError("must list at least one delay, none negative")
+        return value
+
+    @model_validator(mode="after")
+    def _lease_outlasts_an_attempt(self) -> Self:
+        if self.lease_seconds <= self.attempt_timeout:
+            raise ValueError("CLUBWIRE_LEASE_SECONDS must be longer than CLUBWIRE_ATTEMPT_TIMEOUT")
+        return self
 
     @field_validator("database_url")
     @classmethod
