@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from clubwire.domain import programs, scopes
+from clubwire.domain import events, programs, scopes
 from clubwire.services import clubs, keys
+from clubwire.services import endpoints as endpoint_service
 from clubwire.services import programs as program_service
-from clubwire.storage.models import ApiKey, Club, Program
+from clubwire.settings import Settings
+from clubwire.storage.models import ApiKey, Club, Endpoint, Program
 
 EPOCH = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
@@ -73,3 +76,27 @@ def make_key(
 
 def price(value: str) -> Decimal:
     return Decimal(value)
+
+
+def receiver_settings(settings: Settings, **overrides: Any) -> Settings:
+    """The test settings, allowing local receivers."""
+    return settings.model_copy(update={"allow_private_targets": True, **overrides})
+
+
+def make_endpoint(
+    session: Session,
+    club: Club,
+    settings: Settings,
+    url: str = "https://127.0.0.1:9/hooks",
+    kinds: tuple[str, ...] = ("registration.created", "payment.completed"),
+) -> tuple[Endpoint, str]:
+    return endpoint_service.create_endpoint(
+        session, club, url, kinds, EPOCH, receiver_settings(settings)
+    )
+
+
+def registration(**overrides: Any) -> dict[str, Any]:
+    """A valid ``registration.created`` data object."""
+    data: dict[str, Any] = events.sample("registration.created", EPOCH, random.Random(7))
+    data.update(overrides)
+    return data

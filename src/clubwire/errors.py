@@ -65,3 +65,10 @@ class NotMigrated(ClubwireError):
     """The database schema is not at the latest version: run `clubwire migrate`."""
 
     code = "not_migrated"
+
+
+class AlreadyRunning(ClubwireError):
+    """Another clubwire worker is already running on this SQLite database; on SQLite exactly
+    one runs (use PostgreSQL to run several)."""
+
+    code = "already_running"

@@ -7,26 +7,16 @@ import gc
 import uvicorn
 
 from clubwire.settings import Settings
-from clubwire.storage import database, migrate
 from clubwire.web.app import create_app
 
 
-def prepare_database(settings: Settings) -> None:
-    """Migrate the embedded SQLite database; require PostgreSQL to have been migrated."""
-    engine = database.engine_for(settings)
-    try:
-        if settings.is_sqlite:
-            migrate.upgrade(engine)
-        else:
-            migrate.require_head(engine)
-    finally:
-        engine.dispose()
-
-
 def run(settings: Settings, host: str, port: int) -> None:
-    """Serve until interrupted. Access logs are off: clubwire writes its own, without secrets."""
+    """Serve until interrupted; on SQLite a webhook worker runs in this process too.
+
+    Access logs are off: clubwire writes its own, without secrets.
+    """
     config = uvicorn.Config(
-        create_app(settings),
+        create_app(settings, run_worker=settings.is_sqlite),
         host=host,
         port=port,
         loop="uvloop",

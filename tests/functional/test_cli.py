@@ -18,6 +18,7 @@ from typing import Protocol
 import pytest
 
 from clubwire import cli
+from clubwire.storage import migrate
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
 
@@ -74,7 +75,7 @@ def _one_line_error(result: Result, code: int = 1) -> str:
 
 
 def test_migrate_reports_the_revision(run: Invoke) -> None:
-    assert "revision 0001" in _ok(run("migrate")).out
+    assert f"revision {migrate.head()}" in _ok(run("migrate")).out
 
 
 def test_club_create_module_and_list(run: Invoke) -> None:

@@ -13,3 +13,7 @@ def to_wire(moment: datetime) -> str:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def to_wire_or_none(moment: datetime | None) -> str | None:
+    return None if moment is None else to_wire(moment)

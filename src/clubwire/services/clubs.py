@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
 from clubwire.domain import clubs, timestamps
-from clubwire.storage.models import Club
+from clubwire.services import endpoints
+from clubwire.storage.models import Club, Delivery
 
 MAX_NAME_LENGTH = 200
 
@@ -51,16 +52,28 @@ def get_club(session: Session, slug: str) -> Club:
     return club
 
 
+def get_club_by_id(session: Session, club_id: str) -> Club:
+    club = session.get(Club, club_id)
+    if club is None:
+        raise errors.NotFound(f"There is no club {club_id!r}.")
+    return club
+
+
 def list_clubs(session: Session) -> Sequence[Club]:
     return session.scalars(select(Club).order_by(Club.slug)).all()
 
 
 def set_webhooks_module(session: Session, slug: str, enabled: bool, now: datetime) -> Club:
-    """Switch the club's Webhooks & API module on or off (idempotent)."""
+    """Switch the club's Webhooks & API module on or off (idempotent).
+
+    Switching it off keeps the club's waiting deliveries as skipped.
+    """
     club = get_club(session, slug)
     if club.webhooks_enabled != enabled:
         club.webhooks_enabled = enabled
         club.updated_at = now
+        if not enabled:
+            endpoints.skip_waiting(session, Delivery.club_id == club.id, now)
     return club
 
 

@@ -79,10 +79,6 @@ def describe(key: ApiKey) -> dict[str, object]:
         "scopes": list(scopes.decode(key.scopes)),
         "status": "active" if key.revoked_at is None else "revoked",
         "createdAt": timestamps.to_wire(key.created_at),
-        "lastUsedAt": _wire_or_none(key.last_used_at),
-        "revokedAt": _wire_or_none(key.revoked_at),
+        "lastUsedAt": timestamps.to_wire_or_none(key.last_used_at),
+        "revokedAt": timestamps.to_wire_or_none(key.revoked_at),
     }
-
-
-def _wire_or_none(moment: datetime | None) -> str | None:
-    return None if moment is None else timestamps.to_wire(moment)

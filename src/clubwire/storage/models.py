@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, MetaData, String, Text, false
+from sqlalchemy import (
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from clubwire.storage.types import UTCDateTime
@@ -71,3 +82,88 @@ class ApiKey(Base):
     created_at: Mapped[datetime]
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+
+
+class Endpoint(Base):
+    """A club's webhook receiver URL, its subscriptions and its health."""
+
+    __tablename__ = "endpoints"
+    __table_args__ = (Index("ix_endpoints_club_id_created_at", "club_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    club_id: Mapped[str] = mapped_column(ForeignKey("clubs.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(String(2048))
+    events: Mapped[str] = mapped_column(String(500))  # space-separated kinds
+    secret_sealed: Mapped[str] = mapped_column(String(500))  # encrypted with the secret key
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    disabled_reason: Mapped[str | None] = mapped_column(String(200))
+    disabled_at: Mapped[datetime | None]
+    last_delivery_at: Mapped[datetime | None]
+    last_response_code: Mapped[int | None] = mapped_column(Integer)
+    dead_in_a_row: Mapped[int] = mapped_column(Integer, server_default="0")
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Event(Base):
+    """A published event: its envelope, serialised once, as the exact bytes every attempt sends."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        UniqueConstraint("club_id", "idempotency_key"),
+        Index("ix_events_created_at", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    club_id: Mapped[str] = mapped_column(ForeignKey("clubs.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(64))
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime]
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+
+
+class Delivery(Base):
+    """One event to one endpoint: pending, succeeded, dead or skipped (DESIGN §6)."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        Index("ix_deliveries_due", "next_attempt_at"),
+        Index("ix_deliveries_endpoint_id_created_at", "endpoint_id", "created_at"),
+        Index("ix_deliveries_club_id_created_at", "club_id", "created_at"),
+        Index("ix_deliveries_event_id", "event_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    club_id: Mapped[str] = mapped_column(ForeignKey("clubs.id", ondelete="CASCADE"))
+    event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
+    endpoint_id: Mapped[str] = mapped_column(ForeignKey("endpoints.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    attempt: Mapped[int] = mapped_column(Integer, server_default="0")
+    # Set while an attempt is due (scheduled, or brought forward by Retry); NULL when finished.
+    next_attempt_at: Mapped[datetime | None]
+    next_trigger: Mapped[str] = mapped_column(String(16), server_default="scheduled")
+    lease_until: Mapped[datetime | None]
+    response_code: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Attempt(Base):
+    """One HTTP attempt of a delivery, as it happened."""
+
+    __tablename__ = "attempts"
+    # Not unique: after a lost lease two workers may both make "attempt 3" (at least once).
+    __table_args__ = (
+        Index("ix_attempts_delivery_id_number", "delivery_id", "number"),
+        Index("ix_attempts_started_at", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[str] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(16))  # scheduled, manual or test
+    started_at: Mapped[datetime]
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    response_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(200))
+    excerpt: Mapped[str] = mapped_column(Text)

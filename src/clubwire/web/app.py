@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 from fastapi import FastAPI
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.routing import BaseRoute, Host, Router
 
 import clubwire
+from clubwire import errors
 from clubwire.domain import timestamps
 from clubwire.services.api_access import ApiAccess
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
 from clubwire.web import internal_api, openapi, problems, public_api
+from clubwire.worker import lock, running
+from clubwire.worker.loop import Worker
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION = """\
 clubwire: a club's read-only data API and signed outbound webhooks.
@@ -25,20 +32,34 @@ clubwire: a club's read-only data API and signed outbound webhooks.
 """
 
 
-def create_app(settings: Settings, clock: Callable[[], datetime] = timestamps.utc_now) -> FastAPI:
-    """The service; its database must be migrated (``clubwire migrate``) before it starts."""
+def create_app(
+    settings: Settings,
+    clock: Callable[[], datetime] = timestamps.utc_now,
+    run_worker: bool = False,
+) -> FastAPI:
+    """The service; its database must be migrated (``clubwire migrate``) before it starts.
+
+    With ``run_worker`` a webhook worker delivers in the same process (``serve`` on SQLite).
+    """
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
-        engine = database.engine_for(settings)
-        migrate.require_head(engine)
-        sessions = database.sessions(engine)
-        access = ApiAccess(await fastpath.open_reader(settings.sqlalchemy_url), sessions, clock)
-        try:
-            yield {"sessions": sessions, "access": access, "clock": clock}
-        finally:
-            await access.close()
-            engine.dispose()
+        async with AsyncExitStack() as stack:
+            engine = database.engine_for(settings)
+            stack.callback(engine.dispose)
+            migrate.require_head(engine)
+            sessions = database.sessions(engine)
+            reader = await fastpath.open_reader(settings.sqlalchemy_url)
+            access = ApiAccess(reader, sessions, clock)
+            stack.push_async_callback(access.close)
+            worker = await _start_worker(stack, settings, sessions, clock) if run_worker else None
+            yield {
+                "sessions": sessions,
+                "access": access,
+                "clock": clock,
+                "worker": worker,
+                "settings": settings,
+            }
 
     app = FastAPI(
         title="clubwire",
@@ -54,6 +75,21 @@ def create_app(settings: Settings, clock: Callable[[], datetime] = timestamps.ut
     public = public_api.describe()
     app.openapi = lambda: openapi.service_document(app, public, settings)  # type: ignore[method-assign]
     return app
+
+
+async def _start_worker(
+    stack: AsyncExitStack,
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    clock: Callable[[], datetime],
+) -> Worker | None:
+    """The in-process worker, unless another process holds the SQLite worker lock."""
+    try:
+        stack.enter_context(lock.single_worker(settings))
+    except errors.AlreadyRunning:
+        log.warning("another clubwire worker runs on this database: this process only serves")
+        return None
+    return await stack.enter_async_context(running.running(settings, sessions, clock))
 
 
 def _public_routes(settings: Settings) -> list[BaseRoute]:

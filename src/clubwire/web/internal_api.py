@@ -8,15 +8,18 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import clubs as club_rules
 from clubwire.domain import keys, programs
 from clubwire.services import clubs
+from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
 from clubwire.storage import models
@@ -38,6 +41,18 @@ class ClubIn(BaseModel):
 class ModuleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     enabled: bool
+
+
+class EventIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    event: Annotated[str, Field(examples=["registration.created"], description="The event kind.")]
+    data: Annotated[
+        dict[str, Any], Field(description="The payload; its shape depends on the kind.")
+    ]
+
+
+class EventOut(BaseModel):
+    id: Annotated[str, Field(examples=["evt_4Fh2kQ9xTbV3rYl0ngS3"])]
 
 
 class ClubOut(_Out):
@@ -105,6 +120,30 @@ def router(settings: Settings) -> APIRouter:
             response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
             return ProgramOut.of(program)
 
+    @api.post(
+        "/clubs/{slug}/events",
+        summary="Publish an event to the club's subscribed endpoints",
+        status_code=201,
+        responses={
+            200: {"description": "A repeat of an earlier Idempotency-Key", "model": EventOut}
+        },
+        **secured,
+    )
+    async def publish_event(
+        slug: Slug,
+        body: EventIn,
+        request: Request,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    ) -> EventOut:
+        event_id, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
+        if not created:
+            response.status_code = 200
+        worker = request.state.worker
+        if created and worker is not None:
+            worker.wake()
+        return EventOut(id=event_id)
+
     @api.delete(
         "/clubs/{slug}/programs/{program_id}",
         summary="Delete a program (deleting one that is gone is not an error)",
@@ -118,6 +157,37 @@ def router(settings: Settings) -> APIRouter:
         return Response(status_code=204)
 
     return api
+
+
+def _publish(
+    request: Request, slug: str, body: EventIn, idempotency_key: str | None
+) -> tuple[str, bool]:
+    """Publish once; a concurrent request with the same key loses the race and gets the
+    winner's event."""
+    try:
+        with _transaction(request) as session:
+            event, created = event_service.publish(
+                session,
+                clubs.get_club(session, slug),
+                body.event,
+                body.data,
+                _now(request),
+                idempotency_key,
+            )
+            return event.id, created
+    except IntegrityError:
+        if idempotency_key is None:
+            raise
+    with _transaction(request) as session:
+        event, _ = event_service.publish(
+            session,
+            clubs.get_club(session, slug),
+            body.event,
+            body.data,
+            _now(request),
+            idempotency_key,
+        )
+        return event.id, False
 
 
 def _platform_guard(settings: Settings) -> Callable[[Request], None]:

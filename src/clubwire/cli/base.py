@@ -1,0 +1,71 @@
+"""The ``clubwire`` command group and what every command shares."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import orjson
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.settings import Settings, load_settings
+from clubwire.storage import database, migrate
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="clubwire")
+def cli() -> None:
+    """clubwire: a club's data API and signed webhooks."""
+
+
+def settings() -> Settings:
+    return load_settings()
+
+
+def prepare_database(current: Settings) -> None:
+    """Migrate the embedded SQLite database; require PostgreSQL to have been migrated."""
+    engine = database.engine_for(current)
+    try:
+        if current.is_sqlite:
+            migrate.upgrade(engine)
+        else:
+            migrate.require_head(engine)
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def session_factory(current: Settings) -> Iterator[sessionmaker[Session]]:
+    """Sessions on a ready database (the embedded SQLite is migrated on the spot)."""
+    prepare_database(current)
+    engine = database.engine_for(current)
+    try:
+        yield database.sessions(engine)
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def transaction(current: Settings) -> Iterator[Session]:
+    """One transaction on a ready database."""
+    with session_factory(current) as sessions, sessions.begin() as session:
+        yield session
+
+
+def print_json(value: Any) -> None:
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+def print_table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        click.echo("  ".join(cells).rstrip())
+
+
+def text(value: object, empty: str = "-") -> str:
+    return empty if value is None or value == "" else str(value)

@@ -1,0 +1,127 @@
+"""``clubwire club …`` and ``clubwire program import``."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import click
+import orjson
+import pydantic
+
+from clubwire import errors
+from clubwire.cli.base import JSON_OPTION, cli, print_json, print_table, settings, transaction
+from clubwire.domain import programs, timestamps
+from clubwire.services import clubs
+from clubwire.services import programs as program_service
+
+
+@cli.group()
+def club() -> None:
+    """Clubs and their Webhooks & API module."""
+
+
+@club.command("create")
+@click.argument("slug")
+@click.option("--name", required=True, help="The club's display name.")
+@JSON_OPTION
+def club_create(slug: str, name: str, as_json: bool) -> None:
+    """Create a club (its module starts off)."""
+    current = settings()
+    with transaction(current) as session:
+        created = clubs.create_club(session, slug, name, timestamps.utc_now())
+        record = clubs.describe(created, current.club_base_url(slug))
+    if as_json:
+        print_json(record)
+    else:
+        click.echo(f"Created club {slug} ({record['id']}); Webhooks & API is off.")
+
+
+@club.command("module")
+@click.argument("slug")
+@click.argument("state", type=click.Choice(["on", "off"]))
+@JSON_OPTION
+def club_module(slug: str, state: str, as_json: bool) -> None:
+    """Switch the club's Webhooks & API module on or off."""
+    current = settings()
+    with transaction(current) as session:
+        changed = clubs.set_webhooks_module(session, slug, state == "on", timestamps.utc_now())
+        record = clubs.describe(changed, current.club_base_url(slug))
+    if as_json:
+        print_json(record)
+    else:
+        click.echo(f"Webhooks & API is {state} for {slug}.")
+
+
+@club.command("list")
+@JSON_OPTION
+def club_list(as_json: bool) -> None:
+    """List every club."""
+    current = settings()
+    with transaction(current) as session:
+        records = [
+            clubs.describe(c, current.club_base_url(c.slug)) for c in clubs.list_clubs(session)
+        ]
+    if as_json:
+        print_json(records)
+        return
+    rows = [
+        [str(r["slug"]), str(r["name"]), "on" if r["webhooksEnabled"] else "off", str(r["baseUrl"])]
+        for r in records
+    ]
+    print_table(rows, ["SLUG", "NAME", "MODULE", "BASE URL"])
+
+
+@cli.group()
+def program() -> None:
+    """Programs synced from the platform."""
+
+
+@program.command("import")
+@click.argument("slug")
+@click.argument("file", type=click.File("rb"))
+@JSON_OPTION
+def program_import(slug: str, file: BinaryIO, as_json: bool) -> None:
+    """Upsert the programs of FILE (a JSON array; '-' reads stdin) into the club."""
+    records = _read_programs(file.read(), getattr(file, "name", "<stdin>"))
+    with transaction(settings()) as session:
+        counts = program_service.import_programs(
+            session, clubs.get_club(session, slug), records, timestamps.utc_now()
+        )
+    summary = {outcome.value: counts[outcome] for outcome in program_service.Outcome}
+    if as_json:
+        print_json(summary)
+    else:
+        click.echo(
+            f"Imported {len(records)} programs into {slug}: "
+            + ", ".join(f"{n} {outcome}" for outcome, n in summary.items())
+            + "."
+        )
+
+
+def _read_programs(raw: bytes, name: str) -> list[programs.ProgramRecord]:
+    items = read_json(raw, name)
+    if not isinstance(items, list):
+        raise errors.InvalidInput(f"{name} must hold a JSON array of programs.")
+    records = [_program_record(item, index, name) for index, item in enumerate(items)]
+    seen: set[str] = set()
+    for record in records:
+        if record.id in seen:
+            raise errors.InvalidInput(f"{name}: the id {record.id!r} appears twice.")
+        seen.add(record.id)
+    return records
+
+
+def read_json(raw: bytes, name: str) -> object:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.InvalidInput(f"{name} is not JSON: {exc}") from None
+
+
+def _program_record(item: object, index: int, name: str) -> programs.ProgramRecord:
+    try:
+        return programs.ProgramRecord.model_validate(item)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "item"
+        raise errors.InvalidInput(f"{name}: program {index + 1}: {where}: {first['msg']}") from None

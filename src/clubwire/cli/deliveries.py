@@ -1,0 +1,65 @@
+"""``clubwire delivery …``."""
+
+from __future__ import annotations
+
+import click
+
+from clubwire.cli.base import JSON_OPTION, cli, print_json, print_table, settings, text, transaction
+from clubwire.domain import timestamps
+from clubwire.domain.deliveries import Status
+from clubwire.services import clubs
+from clubwire.services import deliveries as delivery_service
+
+
+@cli.group()
+def delivery() -> None:
+    """Webhook deliveries."""
+
+
+@delivery.command("list")
+@click.argument("slug")
+@click.option("--endpoint", "endpoint_id", default=None, help="Only this endpoint's.")
+@click.option("--status", type=click.Choice([s.value for s in Status]), default=None)
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@JSON_OPTION
+def delivery_list(
+    slug: str, endpoint_id: str | None, status: str | None, limit: int, as_json: bool
+) -> None:
+    """The club's recent deliveries, newest first."""
+    with transaction(settings()) as session:
+        club_id = clubs.get_club(session, slug).id
+        found = delivery_service.list_deliveries(
+            session, club_id, endpoint_id, Status(status) if status else None, limit
+        )
+        records = [delivery_service.describe(d) for d in found]
+    if as_json:
+        print_json(records)
+        return
+    rows = [
+        [
+            text(r["id"]),
+            text(r["eventId"]),
+            text(r["endpointId"]),
+            text(r["status"]),
+            text(r["attempt"]),
+            text(r["responseCode"]),
+            text(r["nextAttemptAt"]),
+        ]
+        for r in records
+    ]
+    print_table(rows, ["ID", "EVENT", "ENDPOINT", "STATUS", "ATTEMPT", "CODE", "NEXT ATTEMPT"])
+
+
+@delivery.command("retry")
+@click.argument("delivery_id", metavar="ID")
+@JSON_OPTION
+def delivery_retry(delivery_id: str, as_json: bool) -> None:
+    """Retry now: bring a waiting attempt forward, or make one more attempt of a finished one."""
+    with transaction(settings()) as session:
+        club_id = delivery_service.club_of_delivery(session, delivery_id)
+        retried = delivery_service.retry(session, club_id, delivery_id, timestamps.utc_now())
+        record = delivery_service.describe(retried)
+    if as_json:
+        print_json(record)
+    else:
+        click.echo(f"Retrying {delivery_id} now.")

@@ -1,0 +1,223 @@
+"""``clubwire endpoint …``: webhook endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.cli.base import (
+    JSON_OPTION,
+    cli,
+    print_json,
+    print_table,
+    session_factory,
+    settings,
+    text,
+    transaction,
+)
+from clubwire.domain import timestamps
+from clubwire.services import clubs
+from clubwire.services import endpoints as endpoint_service
+from clubwire.services.dispatch import Result
+from clubwire.settings import Settings
+from clubwire.worker import running
+
+EVENT_OPTION = click.option(
+    "--event", "kinds", multiple=True, help="An event kind to subscribe to; repeat for more."
+)
+
+
+@cli.group()
+def endpoint() -> None:
+    """Webhook endpoints."""
+
+
+@endpoint.command("create")
+@click.argument("slug")
+@click.argument("url")
+@EVENT_OPTION
+@JSON_OPTION
+def endpoint_create(slug: str, url: str, kinds: tuple[str, ...], as_json: bool) -> None:
+    """Register an https URL for the events given; prints its id and signing secret (once)."""
+    current = settings()
+    with transaction(current) as session:
+        club = clubs.get_club(session, slug)
+        created, secret = endpoint_service.create_endpoint(
+            session, club, url, kinds, timestamps.utc_now(), current
+        )
+        record = endpoint_service.describe(created)
+    if as_json:
+        print_json({"id": record["id"], "secret": secret, **record})
+        return
+    click.echo(f"{record['id']}\n{secret}")
+    click.echo("The signing secret is shown once: store it now.", err=True)
+
+
+@endpoint.command("list")
+@click.argument("slug")
+@JSON_OPTION
+def endpoint_list(slug: str, as_json: bool) -> None:
+    """List the club's endpoints and their health."""
+    with transaction(settings()) as session:
+        club_id = clubs.get_club(session, slug).id
+        records = [
+            endpoint_service.describe(e) for e in endpoint_service.list_endpoints(session, club_id)
+        ]
+    if as_json:
+        print_json(records)
+        return
+    rows = [
+        [
+            text(r["id"]),
+            text(r["url"]),
+            ",".join(r["events"]),  # type: ignore[arg-type]
+            "on" if r["enabled"] else "off",
+            f"{r['deadInARow']} of 5",
+            text(r["lastResponseCode"]),
+            text(r["lastDeliveryAt"], "never"),
+        ]
+        for r in records
+    ]
+    print_table(
+        rows, ["ID", "URL", "EVENTS", "ENABLED", "DEAD IN A ROW", "LAST CODE", "LAST DELIVERY"]
+    )
+
+
+@endpoint.command("update")
+@click.argument("endpoint_id", metavar="ID")
+@click.option("--url", default=None, help="A new https URL.")
+@EVENT_OPTION
+@JSON_OPTION
+def endpoint_update(
+    endpoint_id: str, url: str | None, kinds: tuple[str, ...], as_json: bool
+) -> None:
+    """Change an endpoint's URL and/or its events (--event replaces the whole list)."""
+    current = settings()
+    with transaction(current) as session:
+        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+        changed = endpoint_service.update_endpoint(
+            session,
+            club_id,
+            endpoint_id,
+            timestamps.utc_now(),
+            current,
+            url=url,
+            kinds=kinds or None,
+        )
+        record = endpoint_service.describe(changed)
+    _report(record, as_json, f"Updated {endpoint_id}.")
+
+
+@endpoint.command("enable")
+@click.argument("endpoint_id", metavar="ID")
+@click.option(
+    "--resend-skipped", is_flag=True, help="Also send the deliveries skipped while it was off."
+)
+@JSON_OPTION
+def endpoint_enable(endpoint_id: str, resend_skipped: bool, as_json: bool) -> None:
+    """Switch an endpoint on (dead in a row starts again at 0)."""
+    with transaction(settings()) as session:
+        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+        enabled, resent = endpoint_service.enable_endpoint(
+            session, club_id, endpoint_id, timestamps.utc_now(), resend_skipped
+        )
+        skipped = endpoint_service.count_skipped(session, club_id, endpoint_id)
+        record = {**endpoint_service.describe(enabled), "resent": resent}
+    hint = f" {skipped} skipped deliveries can be sent with --resend-skipped." if skipped else ""
+    sent = f" Queued {resent} skipped deliveries." if resent else ""
+    _report(record, as_json, f"Enabled {endpoint_id}.{sent}{hint}")
+
+
+@endpoint.command("disable")
+@click.argument("endpoint_id", metavar="ID")
+@JSON_OPTION
+def endpoint_disable(endpoint_id: str, as_json: bool) -> None:
+    """Switch an endpoint off; what it would have received is kept as skipped."""
+    with transaction(settings()) as session:
+        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+        disabled = endpoint_service.disable_endpoint(
+            session, club_id, endpoint_id, timestamps.utc_now()
+        )
+        record = endpoint_service.describe(disabled)
+    _report(record, as_json, f"Disabled {endpoint_id}.")
+
+
+@endpoint.command("delete")
+@click.argument("endpoint_id", metavar="ID")
+def endpoint_delete(endpoint_id: str) -> None:
+    """Delete an endpoint with its deliveries."""
+    with transaction(settings()) as session:
+        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+        endpoint_service.delete_endpoint(session, club_id, endpoint_id)
+    click.echo(f"Deleted {endpoint_id}.")
+
+
+@endpoint.command("rotate-secret")
+@click.argument("endpoint_id", metavar="ID")
+@JSON_OPTION
+def endpoint_rotate(endpoint_id: str, as_json: bool) -> None:
+    """A new signing secret, printed once; the old one stops verifying at once."""
+    current = settings()
+    with transaction(current) as session:
+        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+        secret = endpoint_service.rotate_secret(
+            session, club_id, endpoint_id, timestamps.utc_now(), current
+        )
+    if as_json:
+        print_json({"id": endpoint_id, "secret": secret})
+        return
+    click.echo(secret)
+    click.echo("The old secret no longer verifies. The new one is shown once.", err=True)
+
+
+@endpoint.command("test")
+@click.argument("endpoint_id", metavar="ID")
+@JSON_OPTION
+def endpoint_test(endpoint_id: str, as_json: bool) -> None:
+    """Send test: a ping to this endpoint, one attempt; prints the outcome."""
+    current = settings()
+    with session_factory(current) as sessions:
+        with sessions() as session:
+            club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+        result = asyncio.run(_send_test(current, sessions, club_id, endpoint_id))
+    if as_json:
+        print_json(describe_result(result))
+    else:
+        click.echo(plain(result))
+    if not result.ok:
+        raise SystemExit(1)
+
+
+async def _send_test(
+    current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
+) -> Result:
+    async with running.attempter(current) as sends:
+        return await running.send_test(current, sessions, sends, club_id, endpoint_id)
+
+
+def plain(result: Result) -> str:
+    """The outcome in plain words: ``200 in 43 ms``, or what went wrong."""
+    if result.ok:
+        return f"{result.response_code} in {result.duration_ms} ms"
+    reason = result.error or f"the receiver answered {result.response_code}"
+    return f"failed: {reason} (after {result.duration_ms} ms)"
+
+
+def describe_result(result: Result) -> dict[str, object]:
+    return {
+        "deliveryId": result.job.delivery_id,
+        "ok": result.ok,
+        "responseCode": result.response_code,
+        "error": result.error,
+        "durationMs": result.duration_ms,
+        "startedAt": timestamps.to_wire(result.started_at),
+    }
+
+
+def _report(record: dict[str, object], as_json: bool, message: str) -> None:
+    if as_json:
+        print_json(record)
+    else:
+        click.echo(message)

@@ -1,0 +1,58 @@
+"""``clubwire event …``: publish events, print samples."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import click
+
+from clubwire.cli.base import JSON_OPTION, cli, print_json, settings, transaction
+from clubwire.cli.clubs import read_json
+from clubwire.domain import events, timestamps
+from clubwire.services import clubs
+from clubwire.services import events as event_service
+
+
+@cli.group()
+def event() -> None:
+    """Club events (the webhooks' payloads)."""
+
+
+@event.command("publish")
+@click.argument("slug")
+@click.argument("kind", type=click.Choice(events.SUBSCRIBABLE))
+@click.option(
+    "--data",
+    "data_file",
+    type=click.File("rb"),
+    required=True,
+    help="A JSON file with the event's data ('-' reads stdin).",
+)
+@click.option("--idempotency-key", default=None, help="Publishing again with it creates nothing.")
+@JSON_OPTION
+def event_publish(
+    slug: str, kind: str, data_file: BinaryIO, idempotency_key: str | None, as_json: bool
+) -> None:
+    """Publish an event; prints its id."""
+    data = read_json(data_file.read(), getattr(data_file, "name", "<stdin>"))
+    with transaction(settings()) as session:
+        published, _ = event_service.publish(
+            session,
+            clubs.get_club(session, slug),
+            kind,
+            data,
+            timestamps.utc_now(),
+            idempotency_key,
+        )
+        event_id = published.id
+    if as_json:
+        print_json({"id": event_id})
+    else:
+        click.echo(event_id)
+
+
+@event.command("sample")
+@click.argument("kind", type=click.Choice(events.KINDS))
+def event_sample(kind: str) -> None:
+    """Print a valid, realistic data object for KIND."""
+    print_json(events.sample(kind, timestamps.utc_now()))

@@ -1,0 +1,60 @@
+"""Delivery states and what one attempt's outcome does to them (DESIGN §6), as pure rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from clubwire.domain.retry import RetrySchedule
+
+DEAD_IN_A_ROW_LIMIT = 5
+SWITCHED_OFF_REASON = f"Switched off after {DEAD_IN_A_ROW_LIMIT} dead deliveries in a row"
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    SKIPPED = "skipped"
+
+
+class Trigger(StrEnum):
+    SCHEDULED = "scheduled"
+    MANUAL = "manual"
+    TEST = "test"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where a delivery goes after an attempt, and what that means for its endpoint."""
+
+    status: Status
+    next_attempt_at: datetime | None
+    became_dead: bool = False
+    counts_as_success: bool = False
+
+
+def judge(
+    status: Status,
+    trigger: Trigger,
+    attempts_made: int,
+    ok: bool,
+    now: datetime,
+    schedule: RetrySchedule,
+) -> Verdict:
+    """The verdict on a delivery that was ``status`` before an attempt that was ``ok`` or not.
+
+    ``attempts_made`` counts this attempt. A Send test never moves the dead-in-a-row count;
+    a manual attempt on a finished delivery leaves it as it was when it fails.
+    """
+    if trigger is Trigger.TEST:
+        return Verdict(Status.SUCCEEDED if ok else Status.DEAD, None)
+    if ok:
+        return Verdict(Status.SUCCEEDED, None, counts_as_success=True)
+    if status is not Status.PENDING:
+        return Verdict(status, None)
+    delay = schedule.delay_after(attempts_made)
+    if delay is None:
+        return Verdict(Status.DEAD, None, became_dead=True)
+    return Verdict(Status.PENDING, now + delay)

@@ -1,0 +1,99 @@
+"""Deliveries as people see them: list, look at one, Retry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from clubwire import errors
+from clubwire.domain import timestamps
+from clubwire.domain.deliveries import Status, Trigger
+from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
+
+DEFAULT_LIMIT = 50
+
+
+def list_deliveries(
+    session: Session,
+    club_id: str,
+    endpoint_id: str | None = None,
+    status: Status | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Sequence[Delivery]:
+    """The club's deliveries, newest first."""
+    query = select(Delivery).where(Delivery.club_id == club_id)
+    if endpoint_id is not None:
+        query = query.where(Delivery.endpoint_id == endpoint_id)
+    if status is not None:
+        query = query.where(Delivery.status == status)
+    query = query.order_by(Delivery.created_at.desc(), Delivery.id.desc()).limit(limit)
+    return session.scalars(query).all()
+
+
+def get_delivery(session: Session, club_id: str, delivery_id: str) -> Delivery:
+    delivery = session.scalar(
+        select(Delivery).where(Delivery.club_id == club_id, Delivery.id == delivery_id)
+    )
+    if delivery is None:
+        raise errors.NotFound(f"This club has no delivery {delivery_id!r}.")
+    return delivery
+
+
+def club_of_delivery(session: Session, delivery_id: str) -> str:
+    """The club a delivery belongs to: for operators' tools that name a delivery by id alone."""
+    club_id = session.scalar(select(Delivery.club_id).where(Delivery.id == delivery_id))
+    if club_id is None:
+        raise errors.NotFound(f"There is no delivery {delivery_id!r}.")
+    return club_id
+
+
+def attempts_of(session: Session, club_id: str, delivery_id: str) -> Sequence[Attempt]:
+    delivery = get_delivery(session, club_id, delivery_id)
+    query = select(Attempt).where(Attempt.delivery_id == delivery.id).order_by(Attempt.number)
+    return session.scalars(query).all()
+
+
+def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> Delivery:
+    """Retry: bring a waiting attempt forward to now, or queue one manual attempt of a
+    finished delivery (same delivery and event ids; a fresh signature when it is sent)."""
+    delivery = get_delivery(session, club_id, delivery_id)
+    endpoint = session.get_one(Endpoint, delivery.endpoint_id)
+    club = session.get_one(Club, club_id)
+    if not club.webhooks_enabled:
+        raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
+    if not endpoint.enabled:
+        raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
+    if session.get_one(Event, delivery.event_id).kind == "ping":
+        raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
+    delivery.next_attempt_at = now
+    delivery.next_trigger = Trigger.MANUAL
+    delivery.updated_at = now
+    return delivery
+
+
+def describe(delivery: Delivery) -> dict[str, object]:
+    return {
+        "id": delivery.id,
+        "eventId": delivery.event_id,
+        "endpointId": delivery.endpoint_id,
+        "status": delivery.status,
+        "attempt": delivery.attempt,
+        "responseCode": delivery.response_code,
+        "nextAttemptAt": timestamps.to_wire_or_none(delivery.next_attempt_at),
+        "createdAt": timestamps.to_wire(delivery.created_at),
+    }
+
+
+def describe_attempt(attempt: Attempt) -> dict[str, object]:
+    return {
+        "number": attempt.number,
+        "trigger": attempt.trigger,
+        "startedAt": timestamps.to_wire(attempt.started_at),
+        "durationMs": attempt.duration_ms,
+        "responseCode": attempt.response_code,
+        "error": attempt.error,
+        "excerpt": attempt.excerpt,
+    }

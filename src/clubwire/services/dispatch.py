@@ -1,0 +1,312 @@
+"""The worker's database steps: claim due deliveries, and record attempts, in batches.
+
+A claim leases deliveries (``lease_until``) for longer than an attempt may take; a worker
+that dies leaves its leases to run out, and the deliveries are claimed again (at least once).
+Recording is guarded by the lease, so a worker that lost its lease cannot overwrite a newer
+state.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy.orm import Session
+
+from clubwire import errors, ids
+from clubwire.domain import deliveries as rules
+from clubwire.domain import events
+from clubwire.domain.deliveries import Status, Trigger
+from clubwire.domain.retry import RetrySchedule
+from clubwire.services import endpoints as endpoint_service
+from clubwire.services import events as event_service
+from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
+
+EXCERPT_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed delivery: everything one attempt needs."""
+
+    delivery_id: str
+    club_id: str
+    endpoint_id: str
+    kind: str
+    url: str
+    secret_sealed: str
+    body: bytes
+    status: Status
+    attempts_made: int
+    trigger: Trigger
+    lease_until: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one attempt of a job gave."""
+
+    job: Job
+    started_at: datetime
+    ok: bool
+    response_code: int | None
+    error: str | None
+    duration_ms: int
+    excerpt: str
+
+
+def claim(
+    session: Session,
+    now: datetime,
+    limit: int,
+    lease: timedelta,
+    busy_endpoints: Collection[str] = (),
+) -> list[Job]:
+    """Lease up to ``limit`` due deliveries (skipping locked ones on PostgreSQL)."""
+    due = (
+        select(Delivery.id)
+        .where(
+            Delivery.next_attempt_at <= now,
+            or_(Delivery.lease_until.is_(None), Delivery.lease_until < now),
+        )
+        .order_by(Delivery.next_attempt_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    if busy_endpoints:
+        due = due.where(Delivery.endpoint_id.not_in(busy_endpoints))
+    ids = session.scalars(due).all()
+    if not ids:
+        return []
+    lease_until = now + lease
+    session.execute(
+        update(Delivery).where(Delivery.id.in_(ids)).values(lease_until=lease_until),
+        execution_options={"synchronize_session": False},
+    )
+    return _jobs(session, ids, lease_until, now)
+
+
+def _jobs(session: Session, ids: Sequence[str], lease_until: datetime, now: datetime) -> list[Job]:
+    rows = session.execute(
+        select(
+            Delivery,
+            Event.kind,
+            Event.body,
+            Endpoint.url,
+            Endpoint.secret_sealed,
+            Endpoint.enabled,
+            Club.webhooks_enabled,
+        )
+        .join(Event, Event.id == Delivery.event_id)
+        .join(Endpoint, Endpoint.id == Delivery.endpoint_id)
+        .join(Club, Club.id == Delivery.club_id)
+        .where(Delivery.id.in_(ids))
+    ).all()
+    jobs, stopped = [], []
+    for delivery, kind, body, url, sealed, endpoint_on, module_on in rows:
+        if not (endpoint_on and module_on):
+            stopped.append(delivery.id)
+            continue
+        jobs.append(
+            Job(
+                delivery.id,
+                delivery.club_id,
+                delivery.endpoint_id,
+                kind,
+                url,
+                sealed,
+                body,
+                Status(delivery.status),
+                delivery.attempt,
+                Trigger(delivery.next_trigger),
+                lease_until,
+            )
+        )
+    if stopped:
+        _stop(session, stopped, now)
+    return jobs
+
+
+def _stop(session: Session, ids: Sequence[str], now: datetime) -> None:
+    """Deliveries whose endpoint or module went off: waiting ones become skipped."""
+    endpoint_service.skip_waiting(session, Delivery.id.in_(ids), now)
+    session.execute(
+        update(Delivery).where(Delivery.id.in_(ids)).values(next_attempt_at=None, lease_until=None),
+        execution_options={"synchronize_session": False},
+    )
+
+
+def release(session: Session, jobs: Iterable[Job]) -> None:
+    """Give claimed jobs back unattempted (a worker over its per-endpoint limit)."""
+    ids = [job.delivery_id for job in jobs]
+    if ids:
+        session.execute(
+            update(Delivery).where(Delivery.id.in_(ids)).values(lease_until=None),
+            execution_options={"synchronize_session": False},
+        )
+
+
+def record(
+    session: Session, results: Sequence[Result], schedule: RetrySchedule, now: datetime
+) -> None:
+    """Store a batch of attempts and move each delivery and endpoint on (DESIGN §6)."""
+    if not results:
+        return
+    verdicts = [
+        rules.judge(r.job.status, r.job.trigger, r.job.attempts_made + 1, r.ok, now, schedule)
+        for r in results
+    ]
+    session.execute(insert(Attempt), [_attempt_row(r) for r in results])
+    _move_deliveries(session, results, verdicts, now)
+    _touch_endpoints(session, results)
+    _count_dead(session, results, verdicts, now)
+
+
+def _attempt_row(result: Result) -> dict[str, object]:
+    return {
+        "delivery_id": result.job.delivery_id,
+        "number": result.job.attempts_made + 1,
+        "trigger": result.job.trigger,
+        "started_at": result.started_at,
+        "duration_ms": result.duration_ms,
+        "response_code": result.response_code,
+        "error": result.error,
+        "excerpt": result.excerpt[:EXCERPT_LIMIT],
+    }
+
+
+_MOVE = (
+    update(Delivery)
+    .where(Delivery.id == bindparam("d_id"), Delivery.lease_until == bindparam("d_lease"))
+    .values(
+        status=bindparam("d_status"),
+        attempt=bindparam("d_attempt"),
+        next_attempt_at=bindparam("d_next"),
+        next_trigger=Trigger.SCHEDULED,
+        lease_until=None,
+        response_code=bindparam("d_code"),
+        updated_at=bindparam("d_now"),
+    )
+)
+
+
+def _move_deliveries(
+    session: Session, results: Sequence[Result], verdicts: Sequence[rules.Verdict], now: datetime
+) -> None:
+    params = [
+        {
+            "d_id": r.job.delivery_id,
+            "d_lease": r.job.lease_until,
+            "d_status": v.status,
+            "d_attempt": r.job.attempts_made + 1,
+            "d_next": v.next_attempt_at,
+            "d_code": r.response_code,
+            "d_now": now,
+        }
+        for r, v in zip(results, verdicts, strict=True)
+    ]
+    session.connection().execute(_MOVE, params)
+
+
+_TOUCH = (
+    update(Endpoint)
+    .where(Endpoint.id == bindparam("e_id"))
+    .values(last_delivery_at=bindparam("e_at"), last_response_code=bindparam("e_code"))
+)
+
+
+def _touch_endpoints(session: Session, results: Sequence[Result]) -> None:
+    latest = {r.job.endpoint_id: r for r in results}
+    params = [
+        {"e_id": endpoint_id, "e_at": r.started_at, "e_code": r.response_code}
+        for endpoint_id, r in latest.items()
+    ]
+    session.connection().execute(_TOUCH, params)
+
+
+def _count_dead(
+    session: Session, results: Sequence[Result], verdicts: Sequence[rules.Verdict], now: datetime
+) -> None:
+    """Dead in a row: +1 per delivery that died, back to 0 on a success; switch off at 5."""
+    reset: dict[str, bool] = defaultdict(bool)
+    died: dict[str, int] = defaultdict(int)
+    for result, verdict in zip(results, verdicts, strict=True):
+        endpoint_id = result.job.endpoint_id
+        if verdict.counts_as_success:
+            reset[endpoint_id], died[endpoint_id] = True, 0
+        elif verdict.became_dead:
+            died[endpoint_id] += 1
+    for endpoint_id in set(reset) | set(died):
+        count = died[endpoint_id]
+        base = 0 if reset[endpoint_id] else Endpoint.dead_in_a_row
+        session.execute(
+            update(Endpoint).where(Endpoint.id == endpoint_id).values(dead_in_a_row=base + count)
+        )
+    _switch_off(session, [e for e, n in died.items() if n], now)
+
+
+def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) -> None:
+    if not endpoint_ids:
+        return
+    switched = session.scalars(
+        update(Endpoint)
+        .where(
+            Endpoint.id.in_(endpoint_ids),
+            Endpoint.enabled.is_(True),
+            Endpoint.dead_in_a_row >= rules.DEAD_IN_A_ROW_LIMIT,
+        )
+        .values(
+            enabled=False,
+            disabled_reason=rules.SWITCHED_OFF_REASON,
+            disabled_at=now,
+            updated_at=now,
+        )
+        .returning(Endpoint.id),
+        execution_options={"synchronize_session": False},
+    ).all()
+    if switched:
+        endpoint_service.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
+
+
+TEST_MESSAGE = "This is a test from clubwire: your endpoint is reachable."
+
+
+def create_test_job(
+    session: Session, club: Club, endpoint_id: str, now: datetime, lease: timedelta
+) -> Job:
+    """A ``ping`` to one endpoint, leased to the caller, who sends it at once (Send test)."""
+    if not club.webhooks_enabled:
+        raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
+    endpoint = endpoint_service.get_endpoint(session, club.id, endpoint_id)
+    payload = events.validate("ping", {"message": TEST_MESSAGE})
+    event = event_service.record_event(session, club, "ping", payload, now)
+    delivery = Delivery(
+        id=ids.new_id("dlv"),
+        club_id=club.id,
+        event_id=event.id,
+        endpoint_id=endpoint.id,
+        status=Status.PENDING,
+        attempt=0,
+        next_trigger=Trigger.TEST,
+        lease_until=now + lease,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(delivery)
+    session.flush()
+    return Job(
+        delivery.id,
+        club.id,
+        endpoint.id,
+        "ping",
+        endpoint.url,
+        endpoint.secret_sealed,
+        event.body,
+        Status.PENDING,
+        0,
+        Trigger.TEST,
+        now + lease,
+    )

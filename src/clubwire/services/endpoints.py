@@ -1,0 +1,237 @@
+"""Webhook endpoints: create, change, switch on and off, rotate the secret, delete."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Executable, func, select, update
+from sqlalchemy.orm import Session
+
+from clubwire import errors, ids
+from clubwire.domain import addresses, events, timestamps, webhook_secrets
+from clubwire.domain.deliveries import Status
+from clubwire.domain.sealing import Sealer
+from clubwire.settings import Settings
+from clubwire.storage.models import Club, Delivery, Endpoint
+
+Resolve = Callable[[str, int], list[str]]
+DISABLED_BY_USER = "Switched off by a user"
+
+
+def create_endpoint(
+    session: Session,
+    club: Club,
+    url: str,
+    kinds: Iterable[str],
+    now: datetime,
+    settings: Settings,
+    resolve: Resolve | None = None,
+) -> tuple[Endpoint, str]:
+    """Register a receiver URL; returns the endpoint and its signing secret (shown once)."""
+    subscribed = subscribable(kinds)
+    checked = check_url(url, settings, resolve)
+    count = session.scalar(select(func.count()).where(Endpoint.club_id == club.id)) or 0
+    if count >= settings.max_endpoints_per_club:
+        raise errors.InvalidInput(
+            f"A club has at most {settings.max_endpoints_per_club} webhook endpoints: "
+            "delete one first."
+        )
+    secret = webhook_secrets.generate(ids.random_base62)
+    endpoint = Endpoint(
+        id=ids.new_id("we"),
+        club_id=club.id,
+        url=checked,
+        events=" ".join(subscribed),
+        secret_sealed=Sealer(settings.secret_key_value()).seal(secret),
+        enabled=True,
+        dead_in_a_row=0,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(endpoint)
+    session.flush()
+    return endpoint, secret
+
+
+def list_endpoints(session: Session, club_id: str) -> Sequence[Endpoint]:
+    query = select(Endpoint).where(Endpoint.club_id == club_id)
+    return session.scalars(query.order_by(Endpoint.created_at, Endpoint.id)).all()
+
+
+def get_endpoint(session: Session, club_id: str, endpoint_id: str) -> Endpoint:
+    endpoint = session.scalar(
+        select(Endpoint).where(Endpoint.club_id == club_id, Endpoint.id == endpoint_id)
+    )
+    if endpoint is None:
+        raise errors.NotFound(f"This club has no webhook endpoint {endpoint_id!r}.")
+    return endpoint
+
+
+def club_of_endpoint(session: Session, endpoint_id: str) -> str:
+    """The club an endpoint belongs to: for operators' tools that name an endpoint by id alone."""
+    club_id = session.scalar(select(Endpoint.club_id).where(Endpoint.id == endpoint_id))
+    if club_id is None:
+        raise errors.NotFound(f"There is no webhook endpoint {endpoint_id!r}.")
+    return club_id
+
+
+def update_endpoint(
+    session: Session,
+    club_id: str,
+    endpoint_id: str,
+    now: datetime,
+    settings: Settings,
+    url: str | None = None,
+    kinds: Iterable[str] | None = None,
+    resolve: Resolve | None = None,
+) -> Endpoint:
+    """Change the URL and/or the subscribed events."""
+    endpoint = get_endpoint(session, club_id, endpoint_id)
+    if url is not None:
+        endpoint.url = check_url(url, settings, resolve)
+    if kinds is not None:
+        endpoint.events = " ".join(subscribable(kinds))
+    endpoint.updated_at = now
+    return endpoint
+
+
+def disable_endpoint(
+    session: Session, club_id: str, endpoint_id: str, now: datetime, reason: str = DISABLED_BY_USER
+) -> Endpoint:
+    """Switch the endpoint off; its waiting deliveries are kept as skipped."""
+    endpoint = get_endpoint(session, club_id, endpoint_id)
+    if endpoint.enabled:
+        endpoint.enabled = False
+        endpoint.disabled_reason = reason
+        endpoint.disabled_at = now
+        endpoint.updated_at = now
+        skip_waiting(session, Delivery.endpoint_id == endpoint.id, now)
+    return endpoint
+
+
+def enable_endpoint(
+    session: Session, club_id: str, endpoint_id: str, now: datetime, resend_skipped: bool = False
+) -> tuple[Endpoint, int]:
+    """Switch the endpoint on (resetting dead in a row); returns it and how many skipped
+    deliveries were queued again."""
+    endpoint = get_endpoint(session, club_id, endpoint_id)
+    endpoint.enabled = True
+    endpoint.disabled_reason = None
+    endpoint.disabled_at = None
+    endpoint.dead_in_a_row = 0
+    endpoint.updated_at = now
+    if not resend_skipped:
+        return endpoint, 0
+    resent = _execute(
+        session,
+        update(Delivery)
+        .where(Delivery.endpoint_id == endpoint.id, Delivery.status == Status.SKIPPED)
+        .values(status=Status.PENDING, next_attempt_at=now, lease_until=None, updated_at=now)
+        .execution_options(synchronize_session=False),
+    )
+    return endpoint, resent.rowcount
+
+
+def count_skipped(session: Session, club_id: str, endpoint_id: str) -> int:
+    """How many of the endpoint's deliveries were skipped (what re-enabling can resend)."""
+    endpoint = get_endpoint(session, club_id, endpoint_id)
+    query = select(func.count()).where(
+        Delivery.endpoint_id == endpoint.id, Delivery.status == Status.SKIPPED
+    )
+    return session.scalar(query) or 0
+
+
+def delete_endpoint(session: Session, club_id: str, endpoint_id: str) -> None:
+    """Delete the endpoint with its deliveries and their attempts."""
+    session.delete(get_endpoint(session, club_id, endpoint_id))
+
+
+def rotate_secret(
+    session: Session, club_id: str, endpoint_id: str, now: datetime, settings: Settings
+) -> str:
+    """A new signing secret, used from the next attempt on; the old one stops at once."""
+    endpoint = get_endpoint(session, club_id, endpoint_id)
+    secret = webhook_secrets.generate(ids.random_base62)
+    endpoint.secret_sealed = Sealer(settings.secret_key_value()).seal(secret)
+    endpoint.updated_at = now
+    return secret
+
+
+def skip_waiting(session: Session, which: object, now: datetime) -> int:
+    """Mark waiting deliveries matching ``which`` as skipped; returns how many."""
+    result = _execute(
+        session,
+        update(Delivery)
+        .where(which, Delivery.status == Status.PENDING)  # type: ignore[arg-type]
+        .values(status=Status.SKIPPED, next_attempt_at=None, lease_until=None, updated_at=now)
+        .execution_options(synchronize_session=False),
+    )
+    return result.rowcount
+
+
+def _execute(session: Session, statement: Executable) -> CursorResult[Any]:
+    return cast("CursorResult[Any]", session.execute(statement))
+
+
+def subscribable(kinds: Iterable[str]) -> tuple[str, ...]:
+    """The chosen kinds in catalogue order: known, not ``ping``, at least one."""
+    chosen = set(kinds)
+    if "ping" in chosen:
+        raise errors.InvalidInput("ping cannot be subscribed to: it is sent only by Send test.")
+    unknown = sorted(chosen.difference(events.SUBSCRIBABLE))
+    if unknown:
+        raise errors.InvalidInput(
+            f"Unknown event {', '.join(unknown)}: choose from {', '.join(events.SUBSCRIBABLE)}."
+        )
+    if not chosen:
+        raise errors.InvalidInput(
+            f"Subscribe to at least one event: {', '.join(events.SUBSCRIBABLE)}."
+        )
+    return tuple(kind for kind in events.SUBSCRIBABLE if kind in chosen)
+
+
+def check_url(url: str, settings: Settings, resolve: Resolve | None = None) -> str:
+    """The URL if it is a safe receiver (DESIGN §7); else a specific InvalidInput."""
+    try:
+        parts = addresses.check_url(url, settings.allow_private_targets)
+    except addresses.UnsafeUrl as exc:
+        raise errors.InvalidInput(str(exc)) from None
+    host = parts.hostname or ""
+    if settings.allow_private_targets or addresses.literal_address(host) is not None:
+        return parts.geturl()
+    found = (resolve or _resolve)(host, parts.port or 443)
+    public = [a for a in found if addresses.is_global(ipaddress.ip_address(a))]
+    if found and not public:
+        raise errors.InvalidInput(
+            f"{host} resolves only to non-public addresses ({', '.join(sorted(set(found)))})."
+        )
+    return parts.geturl()
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    """The host's addresses; none when it does not resolve (each attempt checks again)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return [str(info[4][0]).split("%")[0] for info in infos]
+
+
+def describe(endpoint: Endpoint) -> dict[str, object]:
+    """The endpoint as lists show it (never its secret)."""
+    return {
+        "id": endpoint.id,
+        "url": endpoint.url,
+        "events": endpoint.events.split(),
+        "enabled": endpoint.enabled,
+        "deadInARow": endpoint.dead_in_a_row,
+        "lastDeliveryAt": timestamps.to_wire_or_none(endpoint.last_delivery_at),
+        "lastResponseCode": endpoint.last_response_code,
+        "disabledReason": endpoint.disabled_reason,
+        "disabledAt": timestamps.to_wire_or_none(endpoint.disabled_at),
+        "createdAt": timestamps.to_wire(endpoint.created_at),
+    }

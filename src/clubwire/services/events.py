@@ -1,0 +1,122 @@
+"""Publishing club events: the event and its deliveries commit with the caller's own change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel
+from sqlalchemy import insert, select, text
+from sqlalchemy.orm import Session
+
+from clubwire import errors, ids
+from clubwire.domain import events
+from clubwire.domain.deliveries import Status
+from clubwire.storage.models import Club, Delivery, Endpoint, Event
+
+NOTIFY_CHANNEL = "clubwire_deliveries"
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def publish(
+    session: Session,
+    club: Club,
+    kind: str,
+    data: object,
+    now: datetime,
+    idempotency_key: str | None = None,
+) -> tuple[Event, bool]:
+    """Record an event and one delivery per subscribed endpoint, in the caller's transaction.
+
+    Returns the event and whether it is new: a repeated ``idempotency_key`` returns the first
+    event and creates nothing. While the club's module is off the event is recorded with no
+    deliveries; an endpoint that is off gets its delivery as ``skipped``.
+    """
+    if kind == "ping":
+        raise errors.InvalidInput("ping is sent only by Send test; it cannot be published.")
+    payload = _validated(kind, data)
+    _check_idempotency_key(idempotency_key)
+    if idempotency_key is not None:
+        earlier = _by_idempotency_key(session, club.id, idempotency_key)
+        if earlier is not None:
+            return earlier, False
+    event = record_event(session, club, kind, payload, now, idempotency_key)
+    if club.webhooks_enabled:
+        fan_out(session, event, subscribers(session, club.id, kind), now)
+    return event, True
+
+
+def record_event(
+    session: Session,
+    club: Club,
+    kind: str,
+    payload: BaseModel,
+    now: datetime,
+    idempotency_key: str | None = None,
+) -> Event:
+    """Store the envelope, serialised once: the exact bytes every attempt will send."""
+    event_id = ids.new_id("evt")
+    event = Event(
+        id=event_id,
+        club_id=club.id,
+        kind=kind,
+        body=events.envelope(event_id, kind, now, club.id, payload),
+        created_at=now,
+        idempotency_key=idempotency_key,
+    )
+    session.add(event)
+    session.flush()
+    return event
+
+
+def subscribers(session: Session, club_id: str, kind: str) -> Sequence[Endpoint]:
+    endpoints = session.scalars(select(Endpoint).where(Endpoint.club_id == club_id)).all()
+    return [endpoint for endpoint in endpoints if kind in endpoint.events.split()]
+
+
+def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: datetime) -> None:
+    """One delivery per endpoint, due now (or skipped where the endpoint is off); wakes workers."""
+    if not endpoints:
+        return
+    rows = [
+        {
+            "id": ids.new_id("dlv"),
+            "club_id": event.club_id,
+            "event_id": event.id,
+            "endpoint_id": endpoint.id,
+            "status": Status.PENDING if endpoint.enabled else Status.SKIPPED,
+            "attempt": 0,
+            "next_attempt_at": now if endpoint.enabled else None,
+            "next_trigger": "scheduled",
+            "created_at": now,
+            "updated_at": now,
+        }
+        for endpoint in endpoints
+    ]
+    session.execute(insert(Delivery), rows)
+    wake_workers(session)
+
+
+def wake_workers(session: Session) -> None:
+    """On PostgreSQL, tell listening workers at commit that deliveries are due."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
+
+
+def _validated(kind: str, data: object) -> BaseModel:
+    try:
+        return events.validate(kind, data)
+    except (events.UnknownKind, events.InvalidData) as exc:
+        raise errors.InvalidInput(str(exc)) from None
+
+
+def _check_idempotency_key(key: str | None) -> None:
+    if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
+        raise errors.InvalidInput(
+            f"An idempotency key has 1–{MAX_IDEMPOTENCY_KEY} printable characters."
+        )
+
+
+def _by_idempotency_key(session: Session, club_id: str, key: str) -> Event | None:
+    query = select(Event).where(Event.club_id == club_id, Event.idempotency_key == key)
+    return session.scalar(query)

@@ -1,0 +1,1 @@
+"""Webhook delivery: claim due deliveries, sign and send them, record, schedule."""

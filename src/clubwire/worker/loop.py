@@ -1,0 +1,181 @@
+"""The delivery loop: claim → attempt → record, concurrently, in batches.
+
+At most ``max_in_flight`` attempts run at once, and at most ``max_in_flight_per_endpoint``
+to one endpoint, so one slow endpoint cannot starve the others: endpoints at their limit
+are left out of the next claim. Results are recorded in batches by one task. Database work
+runs on one thread of its own; PostgreSQL workers are woken by ``LISTEN/NOTIFY``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import ParamSpec, TypeVar
+
+import psycopg
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import timestamps
+from clubwire.domain.retry import RetrySchedule
+from clubwire.services import dispatch
+from clubwire.services.events import NOTIFY_CHANNEL
+from clubwire.settings import Settings
+from clubwire.worker.attempts import Attempter
+
+log = logging.getLogger(__name__)
+
+CLAIM_BATCH = 200
+RECORD_INTERVAL = 0.005
+POLL_SQLITE = 0.025
+POLL_POSTGRES = 1.0
+RETRY_AFTER_ERROR = 1.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: Settings,
+        sessions: sessionmaker[Session],
+        attempter: Attempter,
+        clock: Callable[[], datetime] = timestamps.utc_now,
+    ) -> None:
+        self._settings = settings
+        self._sessions = sessions
+        self._attempter = attempter
+        self._clock = clock
+        self._schedule = RetrySchedule(settings.retry_schedule)
+        self._lease = timedelta(seconds=settings.lease_seconds)
+        self._db = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
+        self._per_endpoint: Counter[str] = Counter()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._results: list[dispatch.Result] = []
+        self._wake = asyncio.Event()
+        self._poll = POLL_SQLITE if settings.is_sqlite else POLL_POSTGRES
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Deliver until ``stop`` is set; then finish the attempts in flight and record them."""
+        helpers = [asyncio.create_task(self._record_loop())]
+        if not self._settings.is_sqlite:
+            helpers.append(asyncio.create_task(self._listen()))
+        try:
+            while not stop.is_set():
+                if not await self._claim_round():
+                    await self._idle(stop)
+            if self._tasks:
+                await asyncio.wait(self._tasks, timeout=self._settings.attempt_timeout + 5)
+            await self._flush()
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            self._db.shutdown(wait=True)
+
+    def wake(self) -> None:
+        """Look for due deliveries now (a publish in this process)."""
+        self._wake.set()
+
+    async def _claim_round(self) -> int:
+        free = self._settings.max_in_flight - len(self._tasks)
+        if free <= 0:
+            return 0
+        limit = self._settings.max_in_flight_per_endpoint
+        busy = [endpoint for endpoint, n in self._per_endpoint.items() if n >= limit]
+        try:
+            jobs = await self._in_db(self._claim, min(free, CLAIM_BATCH), busy)
+        except Exception:
+            log.exception("claiming due deliveries failed; trying again shortly")
+            await asyncio.sleep(RETRY_AFTER_ERROR)
+            return 0
+        excess = [job for job in jobs if not self._start(job, limit)]
+        if excess:
+            await self._in_db(self._release, excess)
+        return len(jobs) - len(excess)
+
+    def _start(self, job: dispatch.Job, limit: int) -> bool:
+        if self._per_endpoint[job.endpoint_id] >= limit:
+            return False
+        self._per_endpoint[job.endpoint_id] += 1
+        task = asyncio.create_task(self._attempt(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _attempt(self, job: dispatch.Job) -> None:
+        try:
+            self._results.append(await self._attempter.attempt(job))
+        except Exception:
+            log.exception(
+                "attempt of %s failed unexpectedly; its lease will run out", job.delivery_id
+            )
+        finally:
+            self._per_endpoint[job.endpoint_id] -= 1
+            if not self._per_endpoint[job.endpoint_id]:
+                del self._per_endpoint[job.endpoint_id]
+            self._wake.set()
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        self._wake.clear()
+        stopping = asyncio.create_task(stop.wait())
+        woken = asyncio.create_task(self._wake.wait())
+        await asyncio.wait(
+            {stopping, woken}, timeout=self._poll, return_when=asyncio.FIRST_COMPLETED
+        )
+        stopping.cancel()
+        woken.cancel()
+
+    async def _record_loop(self) -> None:
+        while True:
+            await asyncio.sleep(RECORD_INTERVAL)
+            try:
+                await self._flush()
+            except Exception:
+                log.exception("recording attempts failed; trying again shortly")
+                await asyncio.sleep(RETRY_AFTER_ERROR)
+
+    async def _flush(self) -> None:
+        if not self._results:
+            return
+        batch, self._results = self._results, []
+        try:
+            await self._in_db(self._record, batch)
+        except BaseException:
+            self._results[:0] = batch
+            raise
+
+    async def _listen(self) -> None:
+        url = make_url(self._settings.sqlalchemy_url).set(drivername="postgresql")
+        conninfo = url.render_as_string(hide_password=False)
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self._wake.set()
+                    async for _ in conn.notifies():
+                        self._wake.set()
+            except psycopg.Error:
+                log.warning("LISTEN connection lost; polling until it is back")
+                await asyncio.sleep(RETRY_AFTER_ERROR)
+
+    async def _in_db(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db, lambda: function(*args, **kwargs))
+
+    def _claim(self, limit: int, busy: list[str]) -> list[dispatch.Job]:
+        with self._sessions.begin() as session:
+            return dispatch.claim(session, self._clock(), limit, self._lease, busy)
+
+    def _release(self, jobs: list[dispatch.Job]) -> None:
+        with self._sessions.begin() as session:
+            dispatch.release(session, jobs)
+
+    def _record(self, results: list[dispatch.Result]) -> None:
+        with self._sessions.begin() as session:
+            dispatch.record(session, results, self._schedule, self._clock())

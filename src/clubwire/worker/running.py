@@ -1,0 +1,71 @@
+"""Putting a worker together: as its own process, inside ``serve`` on SQLite, or for a test."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import timestamps
+from clubwire.domain.retry import RetrySchedule
+from clubwire.domain.sealing import Sealer
+from clubwire.services import clubs, dispatch
+from clubwire.settings import Settings
+from clubwire.worker.attempts import Attempter
+from clubwire.worker.client import Sender
+from clubwire.worker.loop import Worker
+
+
+@asynccontextmanager
+async def attempter(
+    settings: Settings, clock: Callable[[], datetime] = timestamps.utc_now
+) -> AsyncIterator[Attempter]:
+    async with Sender(settings) as sender:
+        yield Attempter(sender, Sealer(settings.secret_key_value()), clock)
+
+
+@asynccontextmanager
+async def running(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    clock: Callable[[], datetime] = timestamps.utc_now,
+) -> AsyncIterator[Worker]:
+    """A worker delivering in this event loop until the block ends (then it stops gracefully)."""
+    async with attempter(settings, clock) as sends:
+        worker = Worker(settings, sessions, sends, clock)
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        try:
+            yield worker
+        finally:
+            stop.set()
+            await task
+
+
+async def send_test(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    sends: Attempter,
+    club_id: str,
+    endpoint_id: str,
+    clock: Callable[[], datetime] = timestamps.utc_now,
+) -> dispatch.Result:
+    """Send test: a ``ping`` to one endpoint, one attempt, recorded, its result returned."""
+    lease = timedelta(seconds=settings.lease_seconds)
+
+    def create() -> dispatch.Job:
+        with sessions.begin() as session:
+            club = clubs.get_club_by_id(session, club_id)
+            return dispatch.create_test_job(session, club, endpoint_id, clock(), lease)
+
+    def record(result: dispatch.Result) -> None:
+        with sessions.begin() as session:
+            schedule = RetrySchedule(settings.retry_schedule)
+            dispatch.record(session, [result], schedule, clock())
+
+    result = await sends.attempt(await asyncio.to_thread(create))
+    await asyncio.to_thread(record, result)
+    return result

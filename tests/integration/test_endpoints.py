@@ -1,0 +1,185 @@
+"""Webhook endpoints: URL rules, subscriptions, limits, switching, rotation, secrets at rest."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+
+from clubwire import errors
+from clubwire.domain.sealing import Sealer
+from clubwire.services import endpoints
+from clubwire.settings import Settings
+from clubwire.storage.models import Endpoint
+from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings
+
+
+def _count(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(Endpoint)) or 0
+
+
+def test_create_returns_the_secret_once_and_stores_it_sealed(
+    session: Session, settings: Settings
+) -> None:
+    endpoint, secret = make_endpoint(session, make_club(session), settings)
+    session.commit()
+    assert endpoint.id.startswith("we_")
+    assert secret.startswith("whsec_")
+    assert len(secret) >= 6 + 32
+    stored = session.execute(text("SELECT * FROM endpoints")).one()
+    assert all(secret not in str(column) for column in stored)
+    assert Sealer(settings.secret_key_value()).open(endpoint.secret_sealed) == secret
+    assert secret not in str(endpoints.describe(endpoint))
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://hooks.example.com/x", "https"),
+        ("https://user:pw@hooks.example.com/x", "user"),
+        ("https://hooks.example.com/" + "x" * 2050, "2048"),
+        ("https://127.0.0.1/x", "127.0.0.1"),
+        ("https://10.1.2.3/x", "10.1.2.3"),
+        ("https://[::1]/x", "::1"),
+        ("https://2130706433/x", "127.0.0.1"),
+        ("https://0x7f.1/x", "127.0.0.1"),
+        ("https://169.254.169.254/latest/meta-data", "169.254.169.254"),
+    ],
+)
+def test_unsafe_urls_are_refused_with_a_specific_reason(
+    session: Session, settings: Settings, url: str, message: str
+) -> None:
+    club = make_club(session)
+    with pytest.raises(errors.InvalidInput, match=message.replace(".", r"\.")):
+        endpoints.create_endpoint(session, club, url, ["registration.created"], EPOCH, settings)
+    assert _count(session) == 0
+
+
+def test_a_host_resolving_only_to_private_addresses_is_refused(
+    session: Session, settings: Settings
+) -> None:
+    club = make_club(session)
+    with pytest.raises(errors.InvalidInput, match="resolves only to non-public"):
+        endpoints.create_endpoint(
+            session,
+            club,
+            "https://intranet.example/x",
+            ["registration.created"],
+            EPOCH,
+            settings,
+            resolve=lambda _host, _port: ["10.0.0.7", "192.168.1.1"],
+        )
+
+
+def test_a_host_with_a_public_address_is_accepted(session: Session, settings: Settings) -> None:
+    club = make_club(session)
+    endpoint, _ = endpoints.create_endpoint(
+        session,
+        club,
+        "https://hooks.example/x",
+        ["registration.created"],
+        EPOCH,
+        settings,
+        resolve=lambda _host, _port: ["10.0.0.7", "93.184.215.14"],
+    )
+    assert endpoint.url == "https://hooks.example/x"
+
+
+@pytest.mark.parametrize(
+    ("kinds", "message"),
+    [([], "at least one"), (["ping"], "ping cannot"), (["registration.deleted"], "Unknown event")],
+)
+def test_bad_subscriptions_are_refused(
+    session: Session, settings: Settings, kinds: list[str], message: str
+) -> None:
+    club = make_club(session)
+    with pytest.raises(errors.InvalidInput, match=message):
+        endpoints.create_endpoint(
+            session, club, "https://127.0.0.1/x", kinds, EPOCH, receiver_settings(settings)
+        )
+
+
+def test_events_are_kept_in_catalogue_order(session: Session, settings: Settings) -> None:
+    endpoint, _ = make_endpoint(
+        session,
+        make_club(session),
+        settings,
+        kinds=("member.updated", "registration.created", "member.updated"),
+    )
+    assert endpoint.events.split() == ["registration.created", "member.updated"]
+
+
+def test_a_club_has_at_most_the_configured_number_of_endpoints(
+    session: Session, settings: Settings
+) -> None:
+    club = make_club(session)
+    few = receiver_settings(settings, max_endpoints_per_club=2)
+    for _ in range(2):
+        endpoints.create_endpoint(
+            session, club, "https://127.0.0.1/x", ["member.updated"], EPOCH, few
+        )
+    with pytest.raises(errors.InvalidInput, match="at most 2"):
+        endpoints.create_endpoint(
+            session, club, "https://127.0.0.1/x", ["member.updated"], EPOCH, few
+        )
+
+
+def test_another_clubs_endpoint_is_not_found(session: Session, settings: Settings) -> None:
+    granite = make_club(session, "granite")
+    marble = make_club(session, "marble")
+    theirs, _ = make_endpoint(session, marble, settings)
+    for action in (
+        lambda: endpoints.get_endpoint(session, granite.id, theirs.id),
+        lambda: endpoints.disable_endpoint(session, granite.id, theirs.id, EPOCH),
+        lambda: endpoints.delete_endpoint(session, granite.id, theirs.id),
+        lambda: endpoints.rotate_secret(session, granite.id, theirs.id, EPOCH, settings),
+    ):
+        with pytest.raises(errors.NotFound):
+            action()
+    assert theirs.enabled
+
+
+def test_update_changes_url_and_events(session: Session, settings: Settings) -> None:
+    club = make_club(session)
+    endpoint, _ = make_endpoint(session, club, settings)
+    changed = endpoints.update_endpoint(
+        session,
+        club.id,
+        endpoint.id,
+        EPOCH,
+        receiver_settings(settings),
+        url="https://127.0.0.2/new",
+        kinds=["game.updated"],
+    )
+    assert (changed.url, changed.events) == ("https://127.0.0.2/new", "game.updated")
+    with pytest.raises(errors.InvalidInput, match="https"):
+        endpoints.update_endpoint(
+            session, club.id, endpoint.id, EPOCH, settings, url="http://x.example"
+        )
+
+
+def test_disable_and_enable(session: Session, settings: Settings) -> None:
+    club = make_club(session)
+    endpoint, _ = make_endpoint(session, club, settings)
+    endpoint.dead_in_a_row = 3
+    endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.disabled_at) == (
+        False,
+        "Switched off by a user",
+        EPOCH,
+    )
+    _, resent = endpoints.enable_endpoint(session, club.id, endpoint.id, EPOCH)
+    assert (endpoint.enabled, endpoint.dead_in_a_row, endpoint.disabled_reason, resent) == (
+        True,
+        0,
+        None,
+        0,
+    )
+
+
+def test_rotate_secret_replaces_it(session: Session, settings: Settings) -> None:
+    club = make_club(session)
+    endpoint, old = make_endpoint(session, club, settings)
+    new = endpoints.rotate_secret(session, club.id, endpoint.id, EPOCH, settings)
+    assert new != old
+    assert Sealer(settings.secret_key_value()).open(endpoint.secret_sealed) == new
