@@ -44,6 +44,9 @@ from clubwire.settings import Settings
 MAX_RESPONSE_BYTES = 64 * 1024
 EXCERPT_CHARACTERS = 1000
 DNS_CACHE_SECONDS = 10
+# Idle pooled connections are dropped before common receiver idle limits (Node.js: 5 s), so a
+# POST, which aiohttp never retries, rarely meets a connection the receiver just closed.
+KEEPALIVE_SECONDS = 4.0
 MAX_LOCATION_CHARACTERS = 200
 _NO_CEILING = 3600.0  # aiohttp rounds deadlines above this up to whole seconds
 
@@ -70,6 +73,8 @@ class PublicResolver(AbstractResolver):
             found = await self._inner.resolve(host, port, family)
         except UnicodeError as exc:  # an impossible name (getaddrinfo encodes it first)
             raise OSError(f"cannot resolve {host!r}: {exc}") from None
+        if not found:
+            raise OSError(f"{host} has no addresses")
         if self._allow_private:
             return found
         kept = [result for result in found if _is_public(result["host"])]
@@ -139,6 +144,7 @@ class Sender:
             ttl_dns_cache=DNS_CACHE_SECONDS,
             limit=0,  # the worker bounds attempts in flight; no second queue here
             limit_per_host=0,
+            keepalive_timeout=KEEPALIVE_SECONDS,
             timeout_ceil_threshold=_NO_CEILING,
         )
         self._session = aiohttp.ClientSession(
@@ -216,10 +222,10 @@ class _Attempt:
 
     def outcome(self, started: float) -> Outcome:
         duration_ms = round((time.monotonic() - started) * 1000)
-        return Outcome(self.status, self.error, duration_ms, excerpt(bytes(self.body)))
+        return Outcome(self.status, self.error, duration_ms, excerpt(self.body))
 
 
-def excerpt(body: bytes) -> str:
+def excerpt(body: bytes | bytearray) -> str:
     """The first 1000 characters of ``body`` as UTF-8 (4 bytes at most per character)."""
     return body[: EXCERPT_CHARACTERS * 4].decode("utf-8", errors="replace")[:EXCERPT_CHARACTERS]
 

@@ -1,0 +1,242 @@
+"""The worker end to end: real TLS receivers, real signatures, DESIGN §6 as a receiver sees it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire import errors, signing
+from clubwire.services import endpoints, events
+from clubwire.settings import Settings
+from clubwire.storage.models import Club, Delivery, Endpoint, Event
+from clubwire.worker import lock, loop, running
+from tests.factories import EPOCH, make_club, registration
+from tests.receiver import Authority, Receiver, authority, serving
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Authority:
+    return authority(tmp_path)
+
+
+@pytest.fixture
+def hooks(settings: Settings, tls: Authority) -> Settings:
+    """Settings for local receivers: private targets allowed, the test CA trusted, no waiting."""
+    return settings.model_copy(
+        update={
+            "allow_private_targets": True,
+            "ca_bundle": tls.bundle,
+            "retry_schedule": (0, 0, 0, 0, 0),
+            "attempt_timeout": 2.0,
+            "connect_timeout": 1.0,
+            "lease_seconds": 30.0,
+        }
+    )
+
+
+@pytest.fixture
+def receiver(tls: Authority) -> Iterator[Receiver]:
+    with serving(tls) as receiver:
+        yield receiver
+
+
+def _endpoint(
+    sessions: sessionmaker[Session], hooks: Settings, url: str, slug: str = "granite"
+) -> tuple[str, str]:
+    with sessions.begin() as session:
+        club = session.scalar(select(Club).where(Club.slug == slug)) or make_club(session, slug)
+        endpoint, secret = endpoints.create_endpoint(
+            session, club, url, ["registration.created"], EPOCH, hooks
+        )
+        return endpoint.id, secret
+
+
+def _publish(sessions: sessionmaker[Session], count: int = 1, slug: str = "granite") -> list[str]:
+    ids = []
+    with sessions.begin() as session:
+        club = session.scalar(select(Club).where(Club.slug == slug))
+        assert club is not None
+        for _ in range(count):
+            event, _ = events.publish(session, club, "registration.created", registration(), EPOCH)
+            ids.append(event.id)
+    return ids
+
+
+def _deliver_until(
+    hooks: Settings, sessions: sessionmaker[Session], done: Callable[[], bool], timeout: float = 20
+) -> None:
+    """Run a worker until ``done()`` holds (checked between short waits)."""
+
+    async def run() -> None:
+        async with running.running(hooks, sessions):
+            for _ in range(int(timeout / 0.02)):
+                if await asyncio.to_thread(done):
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError("the worker did not get there in time")
+
+    asyncio.run(run())
+
+
+def _statuses(sessions: sessionmaker[Session]) -> list[tuple[str, int]]:
+    with sessions() as session:
+        return [
+            (d.status, d.attempt)
+            for d in session.scalars(select(Delivery).order_by(Delivery.created_at))
+        ]
+
+
+def test_deliveries_arrive_signed_with_the_spec_headers(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    _, secret = _endpoint(sessions, hooks, receiver.url)
+    event_ids = _publish(sessions, 3)
+    _deliver_until(hooks, sessions, lambda: all(s == "succeeded" for s, _ in _statuses(sessions)))
+    arrived = receiver.wait_for(3)
+    with sessions() as session:
+        bodies = {e.id: e.body for e in session.scalars(select(Event))}
+        delivery_ids = {d.id for d in session.scalars(select(Delivery))}
+    for request in arrived:
+        signing.verify(request.body, request.headers["X-Service-Signature"], secret)
+        assert request.headers["X-Service-Event"] == "registration.created"
+        assert request.headers["X-Service-Delivery"] in delivery_ids
+        assert request.headers["User-Agent"] == "Service-Webhooks/1.0"
+        assert request.headers["Content-Type"] == "application/json"
+    assert sorted(r.body for r in arrived) == sorted(bodies[i] for i in event_ids)
+    assert _statuses(sessions) == [("succeeded", 1)] * 3
+
+
+def test_failures_are_retried_then_dead(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    with serving(tls, status=503) as failing:
+        endpoint_id, _ = _endpoint(sessions, hooks, failing.url)
+        _publish(sessions)
+        _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("dead", 6)])
+        arrived = failing.wait_for(6)
+    assert len({r.headers["X-Service-Delivery"] for r in arrived}) == 1
+    assert len({r.headers["X-Service-Signature"] for r in arrived}) >= 1
+    with sessions() as session:
+        endpoint = session.get_one(Endpoint, endpoint_id)
+        assert (endpoint.dead_in_a_row, endpoint.last_response_code) == (1, 503)
+
+
+def test_a_redirect_is_a_failure_and_never_followed(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    with serving(tls, status=302) as redirecting:
+        _endpoint(sessions, hooks, redirecting.url)
+        _publish(sessions)
+        _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("dead", 6)])
+        assert len(redirecting.received) == 6
+    with sessions() as session:
+        assert session.scalars(select(Delivery)).one().response_code == 302
+
+
+def test_after_rotation_the_new_secret_signs(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    endpoint_id, old = _endpoint(sessions, hooks, receiver.url)
+    with sessions.begin() as session:
+        new = endpoints.rotate_secret(
+            session, session.get_one(Endpoint, endpoint_id).club_id, endpoint_id, EPOCH, hooks
+        )
+    _publish(sessions)
+    _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("succeeded", 1)])
+    (request,) = receiver.wait_for(1)
+    signing.verify(request.body, request.headers["X-Service-Signature"], new)
+    with pytest.raises(signing.SignatureError):
+        signing.verify(request.body, request.headers["X-Service-Signature"], old)
+
+
+def test_send_test_reports_the_outcome_and_never_counts(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    with serving(tls, status=500) as failing:
+        endpoint_id, secret = _endpoint(sessions, hooks, failing.url)
+
+        async def send() -> object:
+            async with running.attempter(hooks) as sends:
+                with sessions() as session:
+                    club_id = session.get_one(Endpoint, endpoint_id).club_id
+                return await running.send_test(hooks, sessions, sends, club_id, endpoint_id)
+
+        result = asyncio.run(send())
+        (request,) = failing.wait_for(1)
+    assert (result.ok, result.response_code) == (False, 500)  # type: ignore[attr-defined]
+    assert request.headers["X-Service-Event"] == "ping"
+    signing.verify(request.body, request.headers["X-Service-Signature"], secret)
+    with sessions() as session:
+        endpoint = session.get_one(Endpoint, endpoint_id)
+        assert (endpoint.dead_in_a_row, endpoint.last_response_code) == (0, 500)
+
+
+def test_a_slow_endpoint_does_not_starve_the_others(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority, receiver: Receiver
+) -> None:
+    narrow = hooks.model_copy(
+        update={"max_in_flight": 8, "max_in_flight_per_endpoint": 2, "attempt_timeout": 5.0}
+    )
+    with serving(tls, hang=True) as silent:
+        _endpoint(sessions, narrow, silent.url)
+        healthy_id, _ = _endpoint(sessions, narrow, receiver.url)
+        _publish(sessions, 20)
+
+        def healthy_done() -> bool:
+            with sessions() as session:
+                rows = session.scalars(
+                    select(Delivery).where(Delivery.endpoint_id == healthy_id)
+                ).all()
+                return all(d.status == "succeeded" for d in rows)
+
+        _deliver_until(narrow, sessions, healthy_done)
+        assert len(silent.received) <= 2  # never more than its per-endpoint limit at once
+    receiver.wait_for(20)
+
+
+def test_nothing_is_delivered_while_the_module_is_off(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    _endpoint(sessions, hooks, receiver.url)
+    with sessions.begin() as session:
+        club = session.scalars(select(Club)).one()
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+        club.webhooks_enabled = False  # switched off behind the service's back: the worker checks
+    _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("skipped", 0)])
+    assert receiver.received == []
+
+
+def test_on_sqlite_a_second_worker_refuses_to_start(hooks: Settings) -> None:
+    if not hooks.is_sqlite:
+        pytest.skip("any number of workers run side by side on PostgreSQL")
+    with (
+        lock.single_worker(hooks),
+        pytest.raises(errors.AlreadyRunning, match="exactly one"),
+        lock.single_worker(hooks),
+    ):
+        pass
+
+
+def test_postgres_workers_wake_on_notify(
+    sessions: sessionmaker[Session],
+    hooks: Settings,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if hooks.is_sqlite:
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's; SQLite workers poll")
+    monkeypatch.setattr(loop, "POLL_POSTGRES", 3600.0)  # without a NOTIFY nothing would wake it
+    _endpoint(sessions, hooks, receiver.url)
+
+    async def run() -> None:
+        async with running.running(hooks, sessions):
+            await asyncio.sleep(0.5)  # the worker is idle, listening
+            await asyncio.to_thread(_publish, sessions)
+            await asyncio.to_thread(receiver.wait_for, 1, 10.0)
+
+    asyncio.run(run())

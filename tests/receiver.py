@@ -1,0 +1,124 @@
+"""A real HTTPS webhook receiver for tests: trustme TLS, its own thread and event loop.
+
+Each test picks what it answers (``status``, ``delay``, or ``hang``) and reads back what
+arrived. Modelled on Svix's test receiver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trustme
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+
+@dataclass
+class Receiver:
+    """What the receiver answers can be changed while it runs."""
+
+    url: str
+    status: int = 200
+    delay: float = 0.0
+    hang: bool = False
+    received: list[Received] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, count: int, timeout: float = 20.0) -> list[Received]:
+        """Block until ``count`` requests have arrived; fails the test after ``timeout``."""
+        with self.arrived:
+            done = self.arrived.wait_for(lambda: len(self.received) >= count, timeout)
+        assert done, f"expected {count} requests, got {len(self.received)} in {timeout} s"
+        return list(self.received)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        with self.arrived:
+            self.received.append(Received(dict(request.headers), body, time.monotonic()))
+            self.arrived.notify_all()
+        if self.hang:
+            await asyncio.sleep(3600)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return web.Response(status=self.status, text=f"answered {self.status}")
+
+
+@dataclass(frozen=True)
+class Authority:
+    """A test CA and the PEM file a client trusts it by (``CLUBWIRE_CA_BUNDLE``)."""
+
+    ca: trustme.CA
+    bundle: Path
+
+    def server_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.ca.issue_cert("localhost", "127.0.0.1", "::1").configure_cert(context)
+        return context
+
+
+def authority(folder: Path) -> Authority:
+    ca = trustme.CA()
+    bundle = folder / "test-ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    return Authority(ca, bundle)
+
+
+async def _shut(runner: web.AppRunner) -> None:
+    """Stop listening, and end handlers still hanging (a receiver that never answers)."""
+    await runner.cleanup()
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+
+
+@contextmanager
+def serving(tls: Authority, path: str = "/hooks", **answers: object) -> Iterator[Receiver]:
+    """A receiver listening on 127.0.0.1 until the block ends."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    holder: dict[str, object] = {}
+
+    async def start() -> web.AppRunner:
+        app = web.Application()
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
+        receiver = Receiver(url="", **answers)  # type: ignore[arg-type]
+        app.router.add_post(path, receiver.handle)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        receiver.url = f"https://127.0.0.1:{port}{path}"
+        holder["receiver"] = receiver
+        return runner
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        holder["runner"] = loop.run_until_complete(start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield holder["receiver"]  # type: ignore[misc]
+    finally:
+        runner = holder["runner"]
+        asyncio.run_coroutine_threadsafe(_shut(runner), loop).result(10)  # type: ignore[arg-type]
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
