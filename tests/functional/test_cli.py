@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -11,86 +10,31 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import pytest
 
-from clubwire import cli
 from clubwire.storage import migrate
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-class Invoke(Protocol):
-    def __call__(self, *args: str, stdin: bytes | None = None) -> Result: ...
-
-
-@pytest.fixture
-def run(
-    database_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> Invoke:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CLUBWIRE_DATABASE_URL", database_url)
-    monkeypatch.setenv("CLUBWIRE_SECRET_KEY", SECRET_KEY)
-    monkeypatch.setenv("CLUBWIRE_HOME", str(tmp_path / "home"))
-
-    def invoke(*args: str, stdin: bytes | None = None) -> Result:
-        if stdin is not None:
-            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-        try:
-            cli.main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return invoke
-
-
-def _ok(result: Result) -> Result:
-    assert result.code == 0, result.err
-    return result
-
-
-def _one_line_error(result: Result, code: int = 1) -> str:
-    assert result.code == code
-    assert result.out == ""
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("clubwire: error: ")
-    return lines[0]
+from tests.functional.cli_runner import Invoke, ok, one_line_error
 
 
 def test_migrate_reports_the_revision(run: Invoke) -> None:
-    assert f"revision {migrate.head()}" in _ok(run("migrate")).out
+    assert f"revision {migrate.head()}" in ok(run("migrate")).out
 
 
 def test_club_create_module_and_list(run: Invoke) -> None:
-    created = json.loads(
-        _ok(run("club", "create", "granite", "--name", "Granite CC", "--json")).out
-    )
+    created = json.loads(ok(run("club", "create", "granite", "--name", "Granite CC", "--json")).out)
     assert created["slug"] == "granite"
     assert created["webhooksEnabled"] is False
     assert (
-        _ok(run("club", "module", "granite", "on")).out.strip()
+        ok(run("club", "module", "granite", "on")).out.strip()
         == "Webhooks & API is on for granite."
     )
-    listed = json.loads(_ok(run("club", "list", "--json")).out)
+    listed = json.loads(ok(run("club", "list", "--json")).out)
     assert [(c["slug"], c["webhooksEnabled"]) for c in listed] == [("granite", True)]
-    assert "granite" in _ok(run("club", "list")).out
+    assert "granite" in ok(run("club", "list")).out
 
 
 @pytest.mark.parametrize(
@@ -102,7 +46,7 @@ def test_club_create_module_and_list(run: Invoke) -> None:
     ],
 )
 def test_bad_club_input_is_one_line(run: Invoke, args: tuple[str, ...], needle: str) -> None:
-    assert needle in _one_line_error(run(*args))
+    assert needle in one_line_error(run(*args))
 
 
 @pytest.mark.parametrize(
@@ -116,21 +60,21 @@ def test_bad_club_input_is_one_line(run: Invoke, args: tuple[str, ...], needle: 
     ],
 )
 def test_usage_errors_are_one_line_with_exit_2(run: Invoke, args: tuple[str, ...]) -> None:
-    assert "--help" in _one_line_error(run(*args), code=2)
+    assert "--help" in one_line_error(run(*args), code=2)
 
 
 def test_duplicate_club_is_refused(run: Invoke) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
-    assert "exists already" in _one_line_error(run("club", "create", "granite", "--name", "Again"))
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    assert "exists already" in one_line_error(run("club", "create", "granite", "--name", "Again"))
 
 
 def test_program_import_upserts(run: Invoke, tmp_path: Path) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
+    ok(run("club", "create", "granite", "--name", "Granite"))
     path = tmp_path / "programs.json"
     path.write_text(
         json.dumps([{"id": "a", **program_data()}, {"id": "b", **program_data(private=True)}])
     )
-    first = _ok(run("program", "import", "granite", str(path)))
+    first = ok(run("program", "import", "granite", str(path)))
     assert (
         first.out.strip() == "Imported 2 programs into granite: 2 created, 0 updated, 0 unchanged."
     )
@@ -139,7 +83,7 @@ def test_program_import_upserts(run: Invoke, tmp_path: Path) -> None:
             [{"id": "a", **program_data(capacity=1)}, {"id": "b", **program_data(private=True)}]
         )
     )
-    assert json.loads(_ok(run("program", "import", "granite", str(path), "--json")).out) == {
+    assert json.loads(ok(run("program", "import", "granite", str(path), "--json")).out) == {
         "created": 0,
         "updated": 1,
         "unchanged": 1,
@@ -147,9 +91,9 @@ def test_program_import_upserts(run: Invoke, tmp_path: Path) -> None:
 
 
 def test_program_import_reads_stdin(run: Invoke) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
+    ok(run("club", "create", "granite", "--name", "Granite"))
     data = json.dumps([{"id": "a", **program_data()}]).encode()
-    assert "1 created" in _ok(run("program", "import", "granite", "-", stdin=data)).out
+    assert "1 created" in ok(run("program", "import", "granite", "-", stdin=data)).out
 
 
 @pytest.mark.parametrize(
@@ -172,29 +116,29 @@ def test_program_import_reads_stdin(run: Invoke) -> None:
 def test_a_bad_import_file_stores_nothing(
     run: Invoke, tmp_path: Path, content: bytes, needle: str
 ) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
+    ok(run("club", "create", "granite", "--name", "Granite"))
     path = tmp_path / "programs.json"
     path.write_bytes(content)
-    assert needle in _one_line_error(run("program", "import", "granite", str(path)))
+    assert needle in one_line_error(run("program", "import", "granite", str(path)))
     path.write_text(json.dumps([{"id": "z", **program_data()}]))
-    assert "1 created" in _ok(run("program", "import", "granite", str(path))).out
+    assert "1 created" in ok(run("program", "import", "granite", str(path))).out
 
 
 def test_a_missing_import_file_is_one_line(run: Invoke) -> None:
-    assert "No such file" in _one_line_error(
+    assert "does not exist" in one_line_error(
         run("program", "import", "granite", "/nope.json"), code=2
     )
 
 
 def test_key_lifecycle(run: Invoke) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
-    created = _ok(run("key", "create", "granite", "--scope", "read:programs", "--name", "Website"))
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    created = ok(run("key", "create", "granite", "--scope", "read:programs", "--name", "Website"))
     key = created.out.strip()
     assert key.startswith("cw_live_")
     assert "\n" not in key
     assert "shown once" in created.err
     as_json = json.loads(
-        _ok(
+        ok(
             run(
                 "key",
                 "create",
@@ -209,32 +153,31 @@ def test_key_lifecycle(run: Invoke) -> None:
     )
     assert as_json["key"].startswith(f"cw_live_{as_json['prefix']}_")
     assert as_json["scopes"] == ["read:programs", "read:games"]
-    listed = json.loads(_ok(run("key", "list", "granite", "--json")).out)
+    listed = json.loads(ok(run("key", "list", "granite", "--json")).out)
     assert [k["status"] for k in listed] == ["active", "active"]
     assert key not in json.dumps(listed)
     prefix = key.split("_")[2]
-    assert _ok(run("key", "revoke", "granite", prefix)).out.strip() == f"Key {prefix} is revoked."
+    assert ok(run("key", "revoke", "granite", prefix)).out.strip() == f"Key {prefix} is revoked."
     assert (
-        json.loads(_ok(run("key", "revoke", "granite", prefix, "--json")).out)["status"]
-        == "revoked"
+        json.loads(ok(run("key", "revoke", "granite", prefix, "--json")).out)["status"] == "revoked"
     )
-    table = _ok(run("key", "list", "granite")).out
+    table = ok(run("key", "list", "granite")).out
     assert "revoked" in table
     assert "Website" in table
     assert key not in table
 
 
 def test_bad_scope_and_unknown_prefix(run: Invoke) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
-    assert "Unknown scope write:all" in _one_line_error(
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    assert "Unknown scope write:all" in one_line_error(
         run("key", "create", "granite", "--scope", "write:all")
     )
-    assert "no API key" in _one_line_error(run("key", "revoke", "granite", "NoSuchPfx1"))
+    assert "no API key" in one_line_error(run("key", "revoke", "granite", "NoSuchPfx1"))
 
 
 def test_bad_settings_are_one_line(run: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLUBWIRE_PUBLIC_URL", "ftp://nope")
-    assert "CLUBWIRE_PUBLIC_URL" in _one_line_error(run("club", "list"))
+    assert "CLUBWIRE_PUBLIC_URL" in one_line_error(run("club", "list"))
 
 
 def _free_port() -> int:
@@ -263,12 +206,12 @@ def _wait_for(url: str, headers: dict[str, str], deadline: float = 20.0) -> byte
 def test_serve_answers_the_api_in_a_real_process(
     run: Invoke, database_url: str, tmp_path: Path
 ) -> None:
-    _ok(run("club", "create", "granite", "--name", "Granite"))
-    _ok(run("club", "module", "granite", "on"))
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    ok(run("club", "module", "granite", "on"))
     path = tmp_path / "programs.json"
     path.write_text(json.dumps([{"id": "a", **program_data()}]))
-    _ok(run("program", "import", "granite", str(path)))
-    key = _ok(run("key", "create", "granite", "--scope", "read:programs")).out.strip()
+    ok(run("program", "import", "granite", str(path)))
+    key = ok(run("key", "create", "granite", "--scope", "read:programs")).out.strip()
     port = _free_port()
     env = {**os.environ, "CLUBWIRE_DATABASE_URL": database_url, "CLUBWIRE_SECRET_KEY": SECRET_KEY}
     server = subprocess.Popen(

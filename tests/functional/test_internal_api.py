@@ -11,10 +11,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.settings import Settings
-from clubwire.storage.models import Club, Program
+from clubwire.storage.models import Club, Delivery, Event, Program
 from clubwire.web.app import create_app
 from tests.conftest import PLATFORM_TOKEN, make_settings
-from tests.factories import FakeClock, make_key, program_data
+from tests.factories import FakeClock, make_endpoint, make_key, program_data, registration
 
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
 CLUB = "/internal/v1/clubs/granite"
@@ -202,3 +202,70 @@ def test_host_based_base_url(host_client: TestClient, sessions: sessionmaker[Ses
         "/api/v1/openapi.json", headers={"Host": "granite.api.example.com:443"}
     ).json()
     assert document["servers"][0]["url"] == "https://granite.api.example.com"
+
+
+EVENTS = f"{CLUB}/events"
+
+
+def _with_endpoint(client: TestClient, sessions: sessionmaker[Session], settings: Settings) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    with sessions.begin() as session:
+        make_endpoint(session, session.scalars(select(Club)).one(), settings)
+
+
+def test_publish_creates_an_event_and_its_deliveries(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    response = client.post(
+        EVENTS, json={"event": "registration.created", "data": registration()}, headers=AUTH
+    )
+    assert response.status_code == 201
+    event_id = response.json()["id"]
+    assert event_id.startswith("evt_")
+    with sessions() as session:
+        assert [d.event_id for d in session.scalars(select(Delivery))] == [event_id]
+
+
+def test_a_repeated_idempotency_key_returns_the_first_event(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    body = {"event": "registration.created", "data": registration()}
+    headers = {**AUTH, "Idempotency-Key": "order-1234"}
+    first = client.post(EVENTS, json=body, headers=headers)
+    again = client.post(EVENTS, json=body, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"]
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Delivery)) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"event": "registration.created", "data": {"member": {}}},
+        {"event": "registration.created", "data": registration(secretNotes="x")},
+        {"event": "no.such.event", "data": {}},
+        {"event": "ping", "data": {"message": "hello"}},
+        {"event": "registration.created"},
+        {"event": "registration.created", "data": registration(), "extra": True},
+    ],
+)
+def test_invalid_events_are_422_and_store_nothing(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings, body: dict[str, object]
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    response = client.post(EVENTS, json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+def test_publish_to_an_unknown_club_is_404(client: TestClient) -> None:
+    response = client.post(
+        EVENTS, json={"event": "registration.created", "data": registration()}, headers=AUTH
+    )
+    assert response.status_code == 404

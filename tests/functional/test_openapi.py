@@ -54,3 +54,27 @@ def test_service_document_holds_the_internal_and_public_apis(client: TestClient)
     assert "application/problem+json" in internal["responses"]["401"]["content"]
     public = document["paths"]["/clubs/{slug}/api/v1/programs"]["get"]
     assert public["parameters"][0]["name"] == "slug"
+
+
+def test_both_documents_describe_every_webhook(client: TestClient) -> None:
+    for url in ("/openapi.json", "/clubs/granite/api/v1/openapi.json"):
+        document = client.get(url).json()
+        assert set(document["webhooks"]) == {
+            "registration.created",
+            "payment.completed",
+            "game.updated",
+            "member.updated",
+            "practice_ice.booked",
+            "ping",
+        }
+        for hook in document["webhooks"].values():
+            ref = hook["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            assert ref.removeprefix("#/components/schemas/") in document["components"]["schemas"]
+
+
+def test_the_publish_operation_is_documented(client: TestClient) -> None:
+    operation = client.get("/openapi.json").json()["paths"]["/internal/v1/clubs/{slug}/events"][
+        "post"
+    ]
+    assert {p["name"] for p in operation["parameters"]} >= {"slug", "idempotency-key"}
+    assert {"200", "201", "422"} <= set(operation["responses"])

@@ -429,6 +429,15 @@ def test_the_resolver_keeps_only_the_public_addresses_of_a_mixed_answer() -> Non
     assert [result["host"] for result in run(scenario())] == [PUBLIC]
 
 
+def test_an_empty_answer_is_a_lookup_failure_not_a_block() -> None:
+    async def scenario() -> None:
+        with pytest.raises(OSError, match=r"^hook\.example has no addresses$") as caught:
+            await PublicResolver(StubResolver([])).resolve("hook.example", 443)
+        assert not isinstance(caught.value, Blocked)
+
+    run(scenario())
+
+
 def test_a_mixed_answer_connects_only_to_the_checked_public_address(
     tmp_path: Path, tls: Tls
 ) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -54,6 +56,16 @@ def transaction(current: Settings) -> Iterator[Session]:
     """One transaction on a ready database."""
     with session_factory(current) as sessions, sessions.begin() as session:
         yield session
+
+
+INPUT_FILE = click.Path(exists=True, dir_okay=False, allow_dash=True)
+
+
+def read_input(path: str) -> tuple[bytes, str]:
+    """The bytes of a file named on the command line ('-': standard input), and its name."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    return Path(path).read_bytes(), path
 
 
 def print_json(value: Any) -> None:

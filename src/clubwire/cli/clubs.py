@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO
-
 import click
 import orjson
 import pydantic
 
 from clubwire import errors
-from clubwire.cli.base import JSON_OPTION, cli, print_json, print_table, settings, transaction
+from clubwire.cli.base import (
+    INPUT_FILE,
+    JSON_OPTION,
+    cli,
+    print_json,
+    print_table,
+    read_input,
+    settings,
+    transaction,
+)
 from clubwire.domain import programs, timestamps
 from clubwire.services import clubs
 from clubwire.services import programs as program_service
@@ -78,11 +85,11 @@ def program() -> None:
 
 @program.command("import")
 @click.argument("slug")
-@click.argument("file", type=click.File("rb"))
+@click.argument("file", type=INPUT_FILE)
 @JSON_OPTION
-def program_import(slug: str, file: BinaryIO, as_json: bool) -> None:
+def program_import(slug: str, file: str, as_json: bool) -> None:
     """Upsert the programs of FILE (a JSON array; '-' reads stdin) into the club."""
-    records = _read_programs(file.read(), getattr(file, "name", "<stdin>"))
+    records = _read_programs(*read_input(file))
     with transaction(settings()) as session:
         counts = program_service.import_programs(
             session, clubs.get_club(session, slug), records, timestamps.utc_now()

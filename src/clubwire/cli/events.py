@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO
-
 import click
 
-from clubwire.cli.base import JSON_OPTION, cli, print_json, settings, transaction
+from clubwire.cli.base import (
+    INPUT_FILE,
+    JSON_OPTION,
+    cli,
+    print_json,
+    read_input,
+    settings,
+    transaction,
+)
 from clubwire.cli.clubs import read_json
 from clubwire.domain import events, timestamps
 from clubwire.services import clubs
@@ -24,17 +30,17 @@ def event() -> None:
 @click.option(
     "--data",
     "data_file",
-    type=click.File("rb"),
+    type=INPUT_FILE,
     required=True,
     help="A JSON file with the event's data ('-' reads stdin).",
 )
 @click.option("--idempotency-key", default=None, help="Publishing again with it creates nothing.")
 @JSON_OPTION
 def event_publish(
-    slug: str, kind: str, data_file: BinaryIO, idempotency_key: str | None, as_json: bool
+    slug: str, kind: str, data_file: str, idempotency_key: str | None, as_json: bool
 ) -> None:
     """Publish an event; prints its id."""
-    data = read_json(data_file.read(), getattr(data_file, "name", "<stdin>"))
+    data = read_json(*read_input(data_file))
     with transaction(settings()) as session:
         published, _ = event_service.publish(
             session,

@@ -9,6 +9,7 @@ import orjson
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from clubwire.domain import events
 from clubwire.settings import Settings
 from clubwire.web import problems
 
@@ -39,9 +40,15 @@ _SECURITY_SCHEMES = {
 
 
 def _with_components(document: dict[str, Any], *schemes: str) -> dict[str, Any]:
+    """Add what every document shares: the problem schema, security schemes, and the signed
+    webhooks clubwire sends (OpenAPI 3.1 ``webhooks``)."""
     components = document.setdefault("components", {})
-    components.setdefault("schemas", {})["Problem"] = problems.Problem.model_json_schema()
+    schemas = components.setdefault("schemas", {})
+    schemas["Problem"] = problems.Problem.model_json_schema()
     components["securitySchemes"] = {name: _SECURITY_SCHEMES[name] for name in schemes}
+    webhooks, webhook_schemas = events.openapi_webhooks()
+    document["webhooks"] = webhooks
+    schemas.update(webhook_schemas)
     return document
 
 

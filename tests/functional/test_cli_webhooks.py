@@ -1,0 +1,188 @@
+"""``clubwire endpoint``, ``event`` and ``delivery`` as a club's developer would use them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clubwire import signing
+from clubwire.domain import events
+from tests.factories import registration
+from tests.functional.cli_runner import Invoke, ok, one_line_error
+from tests.receiver import Authority, Receiver, authority, serving
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Authority:
+    return authority(tmp_path)
+
+
+@pytest.fixture
+def receiver(tls: Authority) -> Iterator[Receiver]:
+    with serving(tls) as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def club(run: Invoke, monkeypatch: pytest.MonkeyPatch, tls: Authority) -> str:
+    monkeypatch.setenv("CLUBWIRE_ALLOW_PRIVATE_TARGETS", "true")
+    monkeypatch.setenv("CLUBWIRE_CA_BUNDLE", str(tls.bundle))
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    ok(run("club", "module", "granite", "on"))
+    return "granite"
+
+
+def _create(run: Invoke, url: str, *kinds: str) -> dict[str, object]:
+    flags = [flag for kind in kinds or ("registration.created",) for flag in ("--event", kind)]
+    created: dict[str, object] = json.loads(
+        ok(run("endpoint", "create", "granite", url, *flags, "--json")).out
+    )
+    return created
+
+
+def test_endpoint_create_prints_id_and_secret_once(
+    run: Invoke, club: str, receiver: Receiver
+) -> None:
+    plain = ok(run("endpoint", "create", club, receiver.url, "--event", "member.updated"))
+    endpoint_id, secret = plain.out.split()
+    assert endpoint_id.startswith("we_")
+    assert secret.startswith("whsec_")
+    assert "shown once" in plain.err
+    created = _create(run, receiver.url, "registration.created", "game.updated")
+    assert set(created) >= {"id", "secret", "url", "events", "enabled", "deadInARow"}
+    listed = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    assert [e["id"] for e in listed] == [endpoint_id, created["id"]]
+    assert set(listed[0]) >= {
+        "id",
+        "url",
+        "events",
+        "enabled",
+        "deadInARow",
+        "lastDeliveryAt",
+        "lastResponseCode",
+        "disabledReason",
+    }
+    assert secret not in json.dumps(listed)
+    assert "0 of 5" in ok(run("endpoint", "list", club)).out
+
+
+@pytest.mark.parametrize(
+    ("url", "flags", "needle"),
+    [
+        ("http://hooks.example/x", ("--event", "member.updated"), "https"),
+        ("https://hooks.example/x", ("--event", "ping"), "ping cannot"),
+        ("https://hooks.example/x", ("--event", "nope"), "Unknown event"),
+        ("https://hooks.example/x", (), "at least one"),
+        ("https://u:p@hooks.example/x", ("--event", "member.updated"), "user"),
+    ],
+)
+def test_endpoint_create_refuses_bad_input_in_one_line(
+    run: Invoke, club: str, url: str, flags: tuple[str, ...], needle: str
+) -> None:
+    assert needle in one_line_error(run("endpoint", "create", club, url, *flags))
+    assert json.loads(ok(run("endpoint", "list", club, "--json")).out) == []
+
+
+def test_a_literal_private_address_is_refused_without_the_setting(
+    run: Invoke, club: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLUBWIRE_ALLOW_PRIVATE_TARGETS", "false")
+    line = one_line_error(
+        run("endpoint", "create", club, "https://0x7f000001/x", "--event", "member.updated")
+    )
+    assert "127.0.0.1" in line
+
+
+def test_update_disable_enable_rotate_delete(run: Invoke, club: str, receiver: Receiver) -> None:
+    endpoint_id = str(_create(run, receiver.url)["id"])
+    updated = json.loads(
+        ok(run("endpoint", "update", endpoint_id, "--event", "game.updated", "--json")).out
+    )
+    assert updated["events"] == ["game.updated"]
+    assert json.loads(ok(run("endpoint", "disable", endpoint_id, "--json")).out)["enabled"] is False
+    enabled = json.loads(
+        ok(run("endpoint", "enable", endpoint_id, "--resend-skipped", "--json")).out
+    )
+    assert (enabled["enabled"], enabled["resent"]) == (True, 0)
+    rotated = json.loads(ok(run("endpoint", "rotate-secret", endpoint_id, "--json")).out)
+    assert rotated["secret"].startswith("whsec_")
+    assert ok(run("endpoint", "delete", endpoint_id)).out.strip() == f"Deleted {endpoint_id}."
+    assert "no webhook endpoint" in one_line_error(run("endpoint", "delete", endpoint_id))
+
+
+def test_endpoint_test_prints_the_outcome(
+    run: Invoke, club: str, receiver: Receiver, tls: Authority
+) -> None:
+    created = _create(run, receiver.url)
+    result = ok(run("endpoint", "test", str(created["id"])))
+    assert result.out.startswith("200 in ")
+    (request,) = receiver.wait_for(1)
+    signing.verify(request.body, request.headers["X-Service-Signature"], str(created["secret"]))
+    with serving(tls, status=500) as failing:
+        broken = _create(run, failing.url)
+        outcome = run("endpoint", "test", str(broken["id"]), "--json")
+    assert outcome.code == 1
+    assert json.loads(outcome.out)["responseCode"] == 500
+
+
+def test_event_publish_and_delivery_list_and_retry(
+    run: Invoke, club: str, receiver: Receiver, tmp_path: Path
+) -> None:
+    endpoint_id = str(_create(run, receiver.url)["id"])
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(registration()))
+    event_id = ok(
+        run("event", "publish", club, "registration.created", "--data", str(data))
+    ).out.strip()
+    assert event_id.startswith("evt_")
+    again = json.loads(
+        ok(
+            run(
+                "event",
+                "publish",
+                club,
+                "registration.created",
+                "--data",
+                "-",
+                "--json",
+                stdin=json.dumps(registration()).encode(),
+            )
+        ).out
+    )
+    assert again["id"] != event_id
+    listed = json.loads(ok(run("delivery", "list", club, "--endpoint", endpoint_id, "--json")).out)
+    assert [(d["status"], d["attempt"], d["endpointId"]) for d in listed] == [
+        ("pending", 0, endpoint_id)
+    ] * 2
+    assert set(listed[0]) >= {
+        "id",
+        "eventId",
+        "endpointId",
+        "status",
+        "attempt",
+        "responseCode",
+        "nextAttemptAt",
+    }
+    assert json.loads(ok(run("delivery", "list", club, "--status", "dead", "--json")).out) == []
+    retried = json.loads(ok(run("delivery", "retry", listed[0]["id"], "--json")).out)
+    assert retried["id"] == listed[0]["id"]
+    assert "no delivery" in one_line_error(run("delivery", "retry", "dlv_nope"))
+
+
+def test_event_publish_refuses_invalid_data(run: Invoke, club: str, tmp_path: Path) -> None:
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"member": {"name": "x"}}))
+    assert "data." in one_line_error(
+        run("event", "publish", club, "member.updated", "--data", str(data))
+    )
+    assert "ping" in one_line_error(
+        run("event", "publish", club, "ping", "--data", str(data)), code=2
+    )
+
+
+@pytest.mark.parametrize("kind", events.KINDS)
+def test_event_sample_prints_valid_data(run: Invoke, kind: str) -> None:
+    events.validate(kind, json.loads(ok(run("event", "sample", kind)).out))
