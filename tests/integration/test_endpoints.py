@@ -183,3 +183,11 @@ def test_rotate_secret_replaces_it(session: Session, settings: Settings) -> None
     new = endpoints.rotate_secret(session, club.id, endpoint.id, EPOCH, settings)
     assert new != old
     assert Sealer(settings.secret_key_value()).open(endpoint.secret_sealed) == new
+
+
+def test_the_system_resolver_is_asked_by_default(session: Session, settings: Settings) -> None:
+    club = make_club(session)
+    with pytest.raises(errors.InvalidInput, match=r"localhost resolves only to .*127\.0\.0\.1"):
+        endpoints.create_endpoint(
+            session, club, "https://localhost/x", ["member.updated"], EPOCH, settings
+        )

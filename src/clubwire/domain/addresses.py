@@ -13,10 +13,9 @@ URL hosts are read the way the system resolver would read them: ``2130706433``,
 
 from __future__ import annotations
 
-import asyncio
 import re
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable, Sequence
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 from urllib.parse import SplitResult, urlsplit
 
@@ -24,7 +23,6 @@ MAX_URL_LENGTH = 2048
 MAX_HOST_LENGTH = 253
 
 Address = IPv4Address | IPv6Address
-Resolve = Callable[[str, int], Awaitable[list[str]]]
 
 _V4_REFUSED = tuple(
     IPv4Network(network)
@@ -248,28 +246,16 @@ def _check_host(host: str, allow_private: bool) -> None:
 # -- resolution --------------------------------------------------------------------------
 
 
-async def check_resolves_publicly(
-    host: str, port: int, allow_private: bool, resolve: Resolve | None = None
-) -> None:
-    """Raise :class:`NonPublicAddress` when ``host`` resolves only to non-public addresses.
+def check_resolved(host: str, found: Sequence[str]) -> None:
+    """Raise :class:`NonPublicAddress` when a resolver's answer for ``host`` holds addresses,
+    none of them public.
 
-    Used when an endpoint is created or edited, to refuse early with a clear message. A name
-    that does not resolve (yet) passes: nothing is sent now, and every attempt resolves the
-    name again and connects only to the public addresses it found (``worker.client``), so
-    this check is a courtesy, not the protection.
+    Used when an endpoint is created or edited, to refuse early with a clear message. An empty
+    answer (a name that does not resolve yet) passes: every attempt resolves the name again and
+    connects only to the public addresses it found (``worker.client``), so this check is a
+    courtesy, not the protection.
     """
-    if allow_private:
-        return
-    address = literal_address(host)
-    if address is not None:
-        if not is_global(address):
-            raise NonPublicAddress(f"{display(address)} is not a public address")
-        return
-    try:
-        found = await (resolve or _getaddrinfo)(host, port)
-    except (OSError, UnicodeError):
-        return
-    if found and not any(_is_public_text(text) for text in found):
+    if found and not any(is_public_text(text) for text in found):
         listed = ", ".join(dict.fromkeys(found))
         raise NonPublicAddress(f"{host} resolves only to non-public addresses ({listed})")
 
@@ -283,12 +269,7 @@ def parse_address(text: str) -> Address | None:
     return address
 
 
-def _is_public_text(text: str) -> bool:
+def is_public_text(text: str) -> bool:
+    """Whether a resolver's answer is a public address."""
     address = parse_address(text)
     return address is not None and is_global(address)
-
-
-async def _getaddrinfo(host: str, port: int) -> list[str]:
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -203,12 +202,10 @@ def check_url(url: str, settings: Settings, resolve: Resolve | None = None) -> s
     host = parts.hostname or ""
     if settings.allow_private_targets or addresses.literal_address(host) is not None:
         return parts.geturl()
-    found = (resolve or _resolve)(host, parts.port or 443)
-    public = [a for a in found if addresses.is_global(ipaddress.ip_address(a))]
-    if found and not public:
-        raise errors.InvalidInput(
-            f"{host} resolves only to non-public addresses ({', '.join(sorted(set(found)))})."
-        )
+    try:
+        addresses.check_resolved(host, (resolve or _resolve)(host, parts.port or 443))
+    except addresses.UnsafeUrl as exc:
+        raise errors.InvalidInput(str(exc)) from None
     return parts.geturl()
 
 
@@ -218,7 +215,7 @@ def _resolve(host: str, port: int) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return []
-    return [str(info[4][0]).split("%")[0] for info in infos]
+    return [str(info[4][0]) for info in infos]
 
 
 def describe(endpoint: Endpoint) -> dict[str, object]:

@@ -77,18 +77,13 @@ class PublicResolver(AbstractResolver):
             raise OSError(f"{host} has no addresses")
         if self._allow_private:
             return found
-        kept = [result for result in found if _is_public(result["host"])]
+        kept = [result for result in found if addresses.is_public_text(result["host"])]
         if not kept:
             raise Blocked(f"blocked: {host} resolves only to non-public addresses")
         return kept
 
     async def close(self) -> None:
         await self._inner.close()
-
-
-def _is_public(text: str) -> bool:
-    address = addresses.parse_address(text)
-    return address is not None and addresses.is_global(address)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,437 @@
+"""Crash safety with real ``clubwire worker`` processes: SIGKILL, SIGTERM, several side by side.
+
+Each test starts workers as the operator would (``python -m clubwire worker`` with ``CLUBWIRE_*``
+variables) against real TLS receivers, waits by polling the database or the receiver with a
+deadline, and stops every process it started before it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import pytest
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import timestamps
+from clubwire.services import endpoints, events
+from clubwire.settings import Settings
+from clubwire.storage import database
+from clubwire.storage.models import Delivery
+from tests.conftest import SECRET_KEY, make_settings
+from tests.factories import make_club, registration
+from tests.receiver import Authority, authority, serving
+
+pytestmark = pytest.mark.slow
+
+READY = "clubwire worker: delivering webhooks"
+POLL = 0.02
+
+
+# --- worker processes -------------------------------------------------------------------------
+
+
+def worker_environment(database_url: str, ca_bundle: Path, **overrides: str) -> dict[str, str]:
+    """This process's environment without its ``CLUBWIRE_*``, set up for local receivers."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
+    env.update(
+        {
+            "PYTHONUNBUFFERED": "1",
+            "CLUBWIRE_DATABASE_URL": database_url,
+            "CLUBWIRE_SECRET_KEY": SECRET_KEY,
+            "CLUBWIRE_ALLOW_PRIVATE_TARGETS": "true",
+            "CLUBWIRE_CA_BUNDLE": str(ca_bundle),
+            "CLUBWIRE_RETRY_SCHEDULE": "0,0,0,0,0",
+            "CLUBWIRE_LEASE_SECONDS": "3",
+            "CLUBWIRE_ATTEMPT_TIMEOUT": "2",
+            "CLUBWIRE_CONNECT_TIMEOUT": "1",
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+class Workers:
+    """The worker processes of one test; leaving the block kills and reaps any still running.
+
+    Each worker writes its output to a file in ``folder`` (no pipe can fill up and block it).
+    A worker that exits without the test stopping it fails the next :meth:`until`.
+    """
+
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self._folder = folder
+        self._env = env
+        self._started: list[tuple[subprocess.Popen[bytes], Path]] = []
+        self._stopping: set[int] = set()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for process, _ in self._started:
+            if process.poll() is None:
+                process.kill()
+        for process, _ in self._started:
+            process.wait(timeout=30)
+
+    def start(self, **overrides: str) -> subprocess.Popen[bytes]:
+        log = self._folder / f"worker-{len(self._started) + 1}.log"
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "clubwire", "worker"],
+                cwd=self._folder,
+                env={**self._env, **overrides},
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        self._started.append((process, log))
+        return process
+
+    def output(self, process: subprocess.Popen[bytes]) -> str:
+        log = next(log for started, log in self._started if started is process)
+        return log.read_text(errors="replace")
+
+    def outputs(self) -> str:
+        return "\n".join(
+            f"--- worker pid {process.pid} (exit {process.poll()}):\n{log.read_text()}"
+            for process, log in self._started
+        )
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL: no chance to finish or record anything (safe from any thread)."""
+        self._stopping.add(process.pid)
+        os.kill(process.pid, signal.SIGKILL)
+
+    def terminate(self, process: subprocess.Popen[bytes]) -> None:
+        self._stopping.add(process.pid)
+        process.send_signal(signal.SIGTERM)
+
+    def ready(self, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+        self.until(lambda: READY in self.output(process), f"worker {process.pid} ready", timeout)
+
+    def until(self, condition: Callable[[], object], what: str, timeout: float = 30) -> None:
+        """Poll ``condition`` until it holds; fail with the workers' output after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            for process, _ in self._started:
+                if process.pid not in self._stopping and process.poll() is not None:
+                    pytest.fail(f"a worker exited while waiting for {what}\n{self.outputs()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {timeout} s\n{self.outputs()}")
+            time.sleep(POLL)
+
+
+# --- the database as the tests see it -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    status: str
+    attempt: int
+    leased: bool
+
+
+def rows(sessions: sessionmaker[Session]) -> dict[str, Row]:
+    with sessions() as session:
+        found = session.execute(
+            select(Delivery.id, Delivery.status, Delivery.attempt, Delivery.lease_until)
+        ).all()
+    return {d: Row(d, status, attempt, lease is not None) for d, status, attempt, lease in found}
+
+
+def leased(sessions: sessionmaker[Session]) -> set[str]:
+    return {row.id for row in rows(sessions).values() if row.leased}
+
+
+def count_settled(sessions: sessionmaker[Session]) -> int:
+    """Deliveries succeeded with their lease cleared."""
+    with sessions() as session:
+        query = select(func.count()).where(
+            Delivery.status == "succeeded", Delivery.lease_until.is_(None)
+        )
+        return session.scalar(query) or 0
+
+
+def publish(
+    sessions: sessionmaker[Session], settings: Settings, urls: Sequence[str], count: int
+) -> set[str]:
+    """A club with one endpoint per URL, and ``count`` events to all of them, due now; returns
+    the delivery ids. One transaction."""
+    hooks = settings.model_copy(update={"allow_private_targets": True})
+    now = timestamps.utc_now()
+    with sessions.begin() as session:
+        club = make_club(session)
+        for url in urls:
+            endpoints.create_endpoint(session, club, url, ["registration.created"], now, hooks)
+        for _ in range(count):
+            events.publish(session, club, "registration.created", registration(), now)
+    delivery_ids = set(rows(sessions))
+    assert len(delivery_ids) == count * len(urls)
+    return delivery_ids
+
+
+def assert_all_settled(sessions: sessionmaker[Session], delivery_ids: set[str]) -> None:
+    final = rows(sessions)
+    assert set(final) == delivery_ids
+    unsettled = [row for row in final.values() if row.status != "succeeded" or row.leased]
+    assert unsettled == []
+
+
+# --- a receiver that kills the worker right after answering -------------------------------------
+
+
+@dataclass
+class AnswerThenKill:
+    """Answers 200 to every request; right after the ``after``-th answer has been written to
+    the socket it calls ``kill`` (once), before the worker can have recorded it."""
+
+    after: int
+    delay: float = 0.05
+    kill: Callable[[], None] | None = None
+    received: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    answered_before_kill: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        await request.read()
+        delivery_id = request.headers["X-Service-Delivery"]
+        with self.lock:
+            self.received.append(delivery_id)
+        await asyncio.sleep(self.delay)
+        response = web.Response(status=200, text="ok")
+        await response.prepare(request)
+        await response.write_eof()  # the whole answer is handed to the kernel here
+        with self.lock:
+            self.answered.append(delivery_id)
+            kill = self.kill if len(self.answered) >= self.after else None
+            if kill is not None:
+                self.kill = None
+                self.answered_before_kill = set(self.answered)
+        if kill is not None:
+            kill()
+        return response
+
+    def requests(self) -> Counter[str]:
+        with self.lock:
+            return Counter(self.received)
+
+
+@contextmanager
+def listening(tls: Authority, handler: Callable[[web.Request], object]) -> Iterator[str]:
+    """Serve ``handler`` at ``/hooks`` over TLS in a thread of its own; yields the URL."""
+    loop = asyncio.new_event_loop()
+    started: dict[str, object] = {}
+    ready = threading.Event()
+
+    async def start() -> None:
+        app = web.Application()
+        app.router.add_post("/hooks", handler)  # type: ignore[arg-type]
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        started.update(runner=runner, url=f"https://127.0.0.1:{port}/hooks")
+
+    async def stop() -> None:
+        runner = started["runner"]
+        assert isinstance(runner, web.AppRunner)
+        await runner.cleanup()
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10), "the receiver did not start"
+    try:
+        yield str(started["url"])
+    finally:
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+
+def test_a_killed_worker_loses_no_delivery(
+    settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    tls = authority(tmp_path)
+    env = worker_environment(settings.database_url, tls.bundle)
+    with serving(tls, delay=1.5) as receiver, Workers(tmp_path, env) as workers:
+        delivery_ids = publish(sessions, settings, [receiver.url], 30)
+        first = workers.start()
+        workers.until(
+            lambda: receiver.received and leased(sessions), "attempts in flight", timeout=30
+        )
+        workers.kill(first)
+        assert first.wait(timeout=10) == -signal.SIGKILL
+        in_flight = leased(sessions)
+        assert in_flight, "the worker was killed with no attempt in flight"
+        receiver.delay = 0
+        workers.start()
+        workers.until(
+            lambda: count_settled(sessions) == len(delivery_ids), "every delivery made", 60
+        )
+    requests = Counter(r.headers["X-Service-Delivery"] for r in receiver.received)
+    assert set(requests) == delivery_ids  # duplicates are allowed, loss is not
+    assert_all_settled(sessions, delivery_ids)
+    assert "Traceback" not in workers.outputs()
+
+
+def test_an_answer_the_worker_died_before_recording_is_delivered_again(
+    settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    tls = authority(tmp_path)
+    env = worker_environment(settings.database_url, tls.bundle)
+    killer = AnswerThenKill(after=5)
+    with listening(tls, killer.handle) as url, Workers(tmp_path, env) as workers:
+        delivery_ids = publish(sessions, settings, [url], 30)
+        first = workers.start()
+        killer.kill = lambda: workers.kill(first)
+        workers.until(lambda: first.poll() is not None, "the receiver killing the worker", 30)
+        assert first.wait(timeout=10) == -signal.SIGKILL
+        at_kill = rows(sessions)
+        workers.start()
+        workers.until(
+            lambda: count_settled(sessions) == len(delivery_ids), "every delivery made", 60
+        )
+    requests = killer.requests()
+    assert set(requests) == delivery_ids
+    assert sum(requests.values()) >= len(delivery_ids)
+    assert_all_settled(sessions, delivery_ids)
+    # Answered, but the worker died before recording it: it must have been sent again.
+    unrecorded = {d for d in killer.answered_before_kill if at_kill[d].status != "succeeded"}
+    assert all(requests[d] >= 2 for d in unrecorded), (unrecorded, requests)
+
+
+def test_workers_side_by_side_deliver_each_delivery_exactly_once(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    settings = make_settings(postgres_database, tmp_path)
+    engine = database.engine_for(settings)
+    sessions = database.sessions(engine)
+    tls = authority(tmp_path)
+    env = worker_environment(
+        postgres_database,
+        tls.bundle,
+        CLUBWIRE_LEASE_SECONDS="60",
+        CLUBWIRE_ATTEMPT_TIMEOUT="20",
+        CLUBWIRE_CONNECT_TIMEOUT="10",
+    )
+    try:
+        with serving(tls) as receiver, Workers(tmp_path, env) as workers:
+            side_by_side = [workers.start() for _ in range(3)]
+            for worker in side_by_side:
+                workers.ready(worker)
+            delivery_ids = publish(sessions, settings, [receiver.url] * 5, 1000)
+            workers.until(
+                lambda: count_settled(sessions) == len(delivery_ids), "5000 deliveries", 120
+            )
+            for worker in side_by_side:
+                workers.terminate(worker)
+            assert [worker.wait(timeout=30) for worker in side_by_side] == [0, 0, 0]
+        requests = Counter(r.headers["X-Service-Delivery"] for r in receiver.received)
+        assert len(delivery_ids) == 5000
+        assert set(requests) == delivery_ids
+        assert [d for d, n in requests.items() if n != 1] == []
+        final = rows(sessions)
+        assert {(row.status, row.attempt, row.leased) for row in final.values()} == {
+            ("succeeded", 1, False)
+        }
+        assert "Traceback" not in workers.outputs()
+    finally:
+        engine.dispose()
+
+
+def test_sigterm_finishes_the_attempts_in_flight(
+    settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    tls = authority(tmp_path)
+    env = worker_environment(
+        settings.database_url,
+        tls.bundle,
+        CLUBWIRE_LEASE_SECONDS="10",
+        CLUBWIRE_ATTEMPT_TIMEOUT="5",
+    )
+    with serving(tls, delay=1.0) as receiver, Workers(tmp_path, env) as workers:
+        delivery_ids = publish(sessions, settings, [receiver.url], 30)
+        worker = workers.start()
+        workers.until(lambda: receiver.received and leased(sessions), "attempts in flight")
+        in_flight = leased(sessions)
+        workers.terminate(worker)
+        assert worker.wait(timeout=30) == 0, workers.outputs()
+        assert in_flight, "SIGTERM came with no attempt in flight"
+        final = rows(sessions)
+    requests = Counter(r.headers["X-Service-Delivery"] for r in receiver.received)
+    assert set(final) == delivery_ids
+    assert [row for row in final.values() if row.leased] == []
+    succeeded = {d for d, row in final.items() if row.status == "succeeded"}
+    assert in_flight <= succeeded
+    assert succeeded == set(requests)
+    assert set(requests.values()) == {1}
+    assert {(row.status, row.attempt) for d, row in final.items() if d not in succeeded} <= {
+        ("pending", 0)
+    }
+    assert "Traceback" not in workers.output(worker)
+
+
+def test_on_sqlite_a_second_worker_process_refuses_to_start(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "clubwire.db"
+    shutil.copyfile(sqlite_template, path)
+    tls = authority(tmp_path)
+    env = worker_environment(f"sqlite:///{path}", tls.bundle)
+    with Workers(tmp_path, env) as workers:
+        running = workers.start()
+        workers.ready(running)
+        second = subprocess.run(
+            [sys.executable, "-m", "clubwire", "worker"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert running.poll() is None
+    assert second.returncode == 1
+    (line,) = second.stderr.splitlines()
+    assert line.startswith("clubwire: error: ")
+    assert "exactly one" in line
+    assert second.stdout == ""
