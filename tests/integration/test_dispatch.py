@@ -269,3 +269,16 @@ def test_a_test_send_never_counts_toward_dead_in_a_row(
         0,
     )
     assert _endpoint(sessions, endpoint_id).last_response_code == 500
+
+
+def test_attempts_of_a_deleted_endpoint_are_dropped(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    club_id, endpoint_id = _world(sessions, settings, count=2)
+    jobs = _claim(sessions)
+    with sessions.begin() as session:
+        endpoints.delete_endpoint(session, club_id, endpoint_id)
+    _record(sessions, jobs, ok=True)
+    with sessions() as session:
+        assert session.scalars(select(Attempt)).all() == []
+        assert session.scalars(select(Delivery)).all() == []

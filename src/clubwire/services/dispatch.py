@@ -152,7 +152,11 @@ def release(session: Session, jobs: Iterable[Job]) -> None:
 def record(
     session: Session, results: Sequence[Result], schedule: RetrySchedule, now: datetime
 ) -> None:
-    """Store a batch of attempts and move each delivery and endpoint on (DESIGN §6)."""
+    """Store a batch of attempts and move each delivery and endpoint on (DESIGN §6).
+
+    Attempts of deliveries deleted meanwhile (with their endpoint) are dropped.
+    """
+    results = _still_there(session, results)
     if not results:
         return
     verdicts = [
@@ -163,6 +167,12 @@ def record(
     _move_deliveries(session, results, verdicts, now)
     _touch_endpoints(session, results)
     _count_dead(session, results, verdicts, now)
+
+
+def _still_there(session: Session, results: Sequence[Result]) -> Sequence[Result]:
+    ids = [result.job.delivery_id for result in results]
+    present = set(session.scalars(select(Delivery.id).where(Delivery.id.in_(ids))))
+    return [result for result in results if result.job.delivery_id in present]
 
 
 def _attempt_row(result: Result) -> dict[str, object]:
