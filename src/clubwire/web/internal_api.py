@@ -162,32 +162,25 @@ def router(settings: Settings) -> APIRouter:
 def _publish(
     request: Request, slug: str, body: EventIn, idempotency_key: str | None
 ) -> tuple[str, bool]:
-    """Publish once; a concurrent request with the same key loses the race and gets the
-    winner's event."""
+    """Publish once. A concurrent request with the same key that commits first makes ours
+    fail on the unique key; asking again then finds the winner's event."""
     try:
-        with _transaction(request) as session:
-            event, created = event_service.publish(
-                session,
-                clubs.get_club(session, slug),
-                body.event,
-                body.data,
-                _now(request),
-                idempotency_key,
-            )
-            return event.id, created
+        return _publish_once(request, slug, body, idempotency_key)
     except IntegrityError:
         if idempotency_key is None:
             raise
+        return _publish_once(request, slug, body, idempotency_key)
+
+
+def _publish_once(
+    request: Request, slug: str, body: EventIn, idempotency_key: str | None
+) -> tuple[str, bool]:
     with _transaction(request) as session:
-        event, _ = event_service.publish(
-            session,
-            clubs.get_club(session, slug),
-            body.event,
-            body.data,
-            _now(request),
-            idempotency_key,
+        club = clubs.get_club(session, slug)
+        event, created = event_service.publish(
+            session, club, body.event, body.data, _now(request), idempotency_key
         )
-        return event.id, False
+        return event.id, created
 
 
 def _platform_guard(settings: Settings) -> Callable[[Request], None]:
