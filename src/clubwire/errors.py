@@ -72,3 +72,9 @@ class AlreadyRunning(ClubwireError):
     one runs (use PostgreSQL to run several)."""
 
     code = "already_running"
+
+
+class TooManyAttempts(ClubwireError):
+    """Too many failed sign-ins: wait a few minutes and try again."""
+
+    code = "too_many_attempts"

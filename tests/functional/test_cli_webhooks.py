@@ -186,3 +186,25 @@ def test_event_publish_refuses_invalid_data(run: Invoke, club: str, tmp_path: Pa
 @pytest.mark.parametrize("kind", events.KINDS)
 def test_event_sample_prints_valid_data(run: Invoke, kind: str) -> None:
     events.validate(kind, json.loads(ok(run("event", "sample", kind)).out))
+
+
+def test_user_create_reads_the_password_from_stdin(run: Invoke, club: str) -> None:
+    created = json.loads(
+        ok(
+            run(
+                "user",
+                "create",
+                "skip@granite.example",
+                "--club",
+                club,
+                "--password-stdin",
+                "--json",
+                stdin=b"a long enough password\n",
+            )
+        ).out
+    )
+    assert (created["email"], created["clubs"]) == ("skip@granite.example", [club])
+    line = one_line_error(
+        run("user", "create", "x@granite.example", "--password-stdin", stdin=b"short\n")
+    )
+    assert "12 characters" in line

@@ -9,11 +9,19 @@ import click
 import sqlalchemy.exc
 
 from clubwire import errors
-from clubwire.cli import clubs, deliveries, endpoints, events, keys, serving
+from clubwire.cli import clubs, deliveries, endpoints, events, keys, serving, users
 from clubwire.cli.base import cli
 
 __all__ = ["cli", "main"]
-COMMANDS = (clubs, deliveries, endpoints, events, keys, serving)  # importing them registers them
+COMMANDS = (
+    clubs,
+    deliveries,
+    endpoints,
+    events,
+    keys,
+    serving,
+    users,
+)  # importing them registers them
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -167,3 +167,52 @@ class Attempt(Base):
     response_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String(200))
     excerpt: Mapped[str] = mapped_column(Text)
+
+
+class User(Base):
+    """A member of staff who signs in to the settings area: a superadmin or a club admin."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)  # stored lower-cased
+    password_hash: Mapped[str] = mapped_column(String(200))  # argon2id
+    is_superadmin: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class ClubAdmin(Base):
+    """Which clubs a user administers."""
+
+    __tablename__ = "club_admins"
+
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    club_id: Mapped[str] = mapped_column(
+        ForeignKey("clubs.id", ondelete="CASCADE"), primary_key=True
+    )
+
+
+class WebSession(Base):
+    """A signed-in browser. Only a hash of the cookie's token is stored."""
+
+    __tablename__ = "web_sessions"
+    __table_args__ = (Index("ix_web_sessions_expires_at", "expires_at"),)
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+
+
+class SignInFailure(Base):
+    """Failed sign-ins per account and per address, to slow down password guessing."""
+
+    __tablename__ = "sign_in_failures"
+
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer)
+    window_start: Mapped[datetime]
