@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,7 +240,9 @@ class AnswerThenKill:
 
 
 @contextmanager
-def listening(tls: Authority, handler: Callable[[web.Request], object]) -> Iterator[str]:
+def listening(
+    tls: Authority, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> Iterator[str]:
     """Serve ``handler`` at ``/hooks`` over TLS in a thread of its own; yields the URL."""
     loop = asyncio.new_event_loop()
     started: dict[str, object] = {}
@@ -248,7 +250,7 @@ def listening(tls: Authority, handler: Callable[[web.Request], object]) -> Itera
 
     async def start() -> None:
         app = web.Application()
-        app.router.add_post("/hooks", handler)  # type: ignore[arg-type]
+        app.router.add_post("/hooks", handler)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
@@ -289,6 +291,7 @@ def listening(tls: Authority, handler: Callable[[web.Request], object]) -> Itera
 def test_a_killed_worker_loses_no_delivery(
     settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
+    """SIGKILL with attempts in flight: once the leases run out a new worker makes them all."""
     tls = authority(tmp_path)
     env = worker_environment(settings.database_url, tls.bundle)
     with serving(tls, delay=1.5) as receiver, Workers(tmp_path, env) as workers:
@@ -309,12 +312,13 @@ def test_a_killed_worker_loses_no_delivery(
     requests = Counter(r.headers["X-Service-Delivery"] for r in receiver.received)
     assert set(requests) == delivery_ids  # duplicates are allowed, loss is not
     assert_all_settled(sessions, delivery_ids)
-    assert "Traceback" not in workers.outputs()
+    assert "Traceback" not in workers.outputs(), workers.outputs()
 
 
 def test_an_answer_the_worker_died_before_recording_is_delivered_again(
     settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
+    """The receiver answers 200, then kills the worker at once: at least once, never lost."""
     tls = authority(tmp_path)
     env = worker_environment(settings.database_url, tls.bundle)
     killer = AnswerThenKill(after=5)
@@ -341,6 +345,7 @@ def test_an_answer_the_worker_died_before_recording_is_delivered_again(
 def test_workers_side_by_side_deliver_each_delivery_exactly_once(
     postgres_database: str, tmp_path: Path
 ) -> None:
+    """Three PostgreSQL workers, 5,000 deliveries, a healthy receiver: each arrives once."""
     settings = make_settings(postgres_database, tmp_path)
     engine = database.engine_for(settings)
     sessions = database.sessions(engine)
@@ -359,7 +364,7 @@ def test_workers_side_by_side_deliver_each_delivery_exactly_once(
                 workers.ready(worker)
             delivery_ids = publish(sessions, settings, [receiver.url] * 5, 1000)
             workers.until(
-                lambda: count_settled(sessions) == len(delivery_ids), "5000 deliveries", 120
+                lambda: count_settled(sessions) == len(delivery_ids), "5000 deliveries", 60
             )
             for worker in side_by_side:
                 workers.terminate(worker)
@@ -372,7 +377,7 @@ def test_workers_side_by_side_deliver_each_delivery_exactly_once(
         assert {(row.status, row.attempt, row.leased) for row in final.values()} == {
             ("succeeded", 1, False)
         }
-        assert "Traceback" not in workers.outputs()
+        assert "Traceback" not in workers.outputs(), workers.outputs()
     finally:
         engine.dispose()
 
@@ -380,6 +385,7 @@ def test_workers_side_by_side_deliver_each_delivery_exactly_once(
 def test_sigterm_finishes_the_attempts_in_flight(
     settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
+    """SIGTERM: the worker records the attempts in flight, leaves nothing leased, exits 0."""
     tls = authority(tmp_path)
     env = worker_environment(
         settings.database_url,
@@ -406,12 +412,13 @@ def test_sigterm_finishes_the_attempts_in_flight(
     assert {(row.status, row.attempt) for d, row in final.items() if d not in succeeded} <= {
         ("pending", 0)
     }
-    assert "Traceback" not in workers.output(worker)
+    assert "Traceback" not in workers.output(worker), workers.output(worker)
 
 
 def test_on_sqlite_a_second_worker_process_refuses_to_start(
     sqlite_template: Path, tmp_path: Path
 ) -> None:
+    """On SQLite exactly one worker runs: a second one says so in one line and exits 1."""
     path = tmp_path / "clubwire.db"
     shutil.copyfile(sqlite_template, path)
     tls = authority(tmp_path)

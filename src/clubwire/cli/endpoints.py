@@ -18,9 +18,8 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import timestamps
-from clubwire.services import clubs
+from clubwire.services import clubs, dispatch
 from clubwire.services import endpoints as endpoint_service
-from clubwire.services.dispatch import Result
 from clubwire.settings import Settings
 from clubwire.worker import running
 
@@ -185,27 +184,19 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
     if as_json:
         print_json(describe_result(result))
     else:
-        click.echo(plain(result))
+        click.echo(dispatch.plain(result))
     if not result.ok:
         raise SystemExit(1)
 
 
 async def _send_test(
     current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
-) -> Result:
+) -> dispatch.Result:
     async with running.attempter(current) as sends:
         return await running.send_test(current, sessions, sends, club_id, endpoint_id)
 
 
-def plain(result: Result) -> str:
-    """The outcome in plain words: ``200 in 43 ms``, or what went wrong."""
-    if result.ok:
-        return f"{result.response_code} in {result.duration_ms} ms"
-    reason = result.error or f"the receiver answered {result.response_code}"
-    return f"failed: {reason} (after {result.duration_ms} ms)"
-
-
-def describe_result(result: Result) -> dict[str, object]:
+def describe_result(result: dispatch.Result) -> dict[str, object]:
     return {
         "deliveryId": result.job.delivery_id,
         "ok": result.ok,

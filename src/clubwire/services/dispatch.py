@@ -58,6 +58,15 @@ class Result:
     excerpt: str
 
 
+def plain(result: Result) -> str:
+    """The outcome in plain words, for the CLI and the settings UI: ``200 in 43 ms``, or
+    what went wrong."""
+    if result.ok:
+        return f"{result.response_code} in {result.duration_ms} ms"
+    reason = result.error or f"the receiver answered {result.response_code}"
+    return f"failed: {reason} (after {result.duration_ms} ms)"
+
+
 def claim(
     session: Session,
     now: datetime,
@@ -232,7 +241,7 @@ def _touch_endpoints(session: Session, results: Sequence[Result]) -> None:
     latest = {r.job.endpoint_id: r for r in results}
     params = [
         {"e_id": endpoint_id, "e_at": r.started_at, "e_code": r.response_code}
-        for endpoint_id, r in latest.items()
+        for endpoint_id, r in sorted(latest.items(), key=lambda item: item[0])
     ]
     session.connection().execute(_TOUCH, params)
 
@@ -249,7 +258,7 @@ def _count_dead(
             reset[endpoint_id], died[endpoint_id] = True, 0
         elif verdict.became_dead:
             died[endpoint_id] += 1
-    for endpoint_id in set(reset) | set(died):
+    for endpoint_id in sorted(set(reset) | set(died)):
         count = died[endpoint_id]
         base = 0 if reset[endpoint_id] else Endpoint.dead_in_a_row
         session.execute(

@@ -57,6 +57,7 @@ class Worker:
         self._per_endpoint: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._results: list[dispatch.Result] = []
+        self._flushing = asyncio.Lock()
         self._wake = asyncio.Event()
         self._poll = POLL_SQLITE if settings.is_sqlite else POLL_POSTGRES
 
@@ -110,11 +111,13 @@ class Worker:
 
     async def _attempt(self, job: dispatch.Job) -> None:
         try:
-            self._results.append(await self._attempter.attempt(job))
+            result = await self._attempter.attempt(job)
         except Exception:
             log.exception(
                 "attempt of %s failed unexpectedly; its lease will run out", job.delivery_id
             )
+        else:
+            self._results.append(result)
         finally:
             self._per_endpoint[job.endpoint_id] -= 1
             if not self._per_endpoint[job.endpoint_id]:
@@ -141,14 +144,15 @@ class Worker:
                 await asyncio.sleep(RETRY_AFTER_ERROR)
 
     async def _flush(self) -> None:
-        if not self._results:
-            return
-        batch, self._results = self._results, []
-        try:
-            await self._in_db(self._record, batch)
-        except BaseException:
-            self._results[:0] = batch
-            raise
+        async with self._flushing:
+            if not self._results:
+                return
+            batch, self._results = self._results, []
+            try:
+                await self._in_db(self._record, batch)
+            except BaseException:
+                self._results[:0] = batch
+                raise
 
     async def _listen(self) -> None:
         url = make_url(self._settings.sqlalchemy_url).set(drivername="postgresql")
