@@ -6,7 +6,9 @@ import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import orjson
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,7 +16,9 @@ from clubwire import errors, signing
 from clubwire.services import endpoints, events
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
+from clubwire.web.app import create_app
 from clubwire.worker import lock, loop, running
+from tests.conftest import PLATFORM_TOKEN
 from tests.factories import EPOCH, make_club, registration
 from tests.receiver import Authority, Receiver, authority, serving
 
@@ -240,3 +244,20 @@ def test_postgres_workers_wake_on_notify(
             await asyncio.to_thread(receiver.wait_for, 1, 10.0)
 
     asyncio.run(run())
+
+
+def test_the_app_delivers_in_process_when_asked(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    """``serve`` on SQLite: the app runs a worker, and a publish through the API wakes it."""
+    _, secret = _endpoint(sessions, hooks, receiver.url)
+    with TestClient(create_app(hooks, run_worker=True)) as client:
+        response = client.post(
+            "/internal/v1/clubs/granite/events",
+            json={"event": "registration.created", "data": registration()},
+            headers={"Authorization": f"Bearer {PLATFORM_TOKEN}"},
+        )
+        assert response.status_code == 201
+        (request,) = receiver.wait_for(1)
+    assert orjson.loads(request.body)["id"] == response.json()["id"]
+    signing.verify(request.body, request.headers["X-Service-Signature"], secret)
