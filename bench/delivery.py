@@ -6,23 +6,33 @@ HTTPS with aiohttp, and records the attempts in batches. This script measures, o
 on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
 
 - **throughput**: N events are published (in a few transactions) while no worker runs, each
-  fanned out to M endpoints; then the worker starts and drains that backlog. Deliveries/s is
-  the number of distinct deliveries that reached the receiver divided by the time from the
-  first to the last arrival, so neither the worker's start-up nor the publishing counts;
+  fanned out to M endpoints; then a worker starts and drains that backlog (a backlog is the
+  reproducible way to keep one worker busy; publishing meanwhile would measure the publisher
+  too). Deliveries/s is the number of this run's deliveries that reached the receiver divided
+  by the time from the first of them to arrive to the last, so neither the worker's start-up
+  nor the publishing counts;
 - **the ceiling**: in the same run, a bare aiohttp sender (in this process, on the same
   asyncio event loop the worker uses, same TLS trust, keep-alive, same limits in flight:
   ``max_in_flight`` in all and ``max_in_flight_per_endpoint`` per endpoint, same headers with
   a fresh HMAC signature per request) posts the very same stored bodies to the same receiver,
   measured the same way. The ratio ours/bare is what the worker's own work costs (claiming,
   recording, bookkeeping), independent of how fast the machine is;
-- **latency at light load**: with the worker running and idle, one event every 20 ms for
-  200 events to a club with one endpoint; latency is the receiver's arrival time minus the
-  time the publishing transaction committed (one machine, one clock). PostgreSQL workers are
-  woken by ``LISTEN/NOTIFY``; on SQLite the worker polls every 25 ms;
+- **latency at light load**: with a worker started and idle, one event every 20 ms for 200
+  events to a club with one endpoint; latency is the receiver's arrival time minus the time
+  the publishing transaction committed (one machine, one clock). PostgreSQL workers are woken
+  by ``LISTEN/NOTIFY``; on SQLite the worker polls every 25 ms;
 - **a receiver that never answers**: the throughput run again with one more endpoint, on a
   path where the receiver reads the request and never responds, subscribed to the same
-  events; the healthy endpoints' deliveries/s should fall by less than 10 %.
+  events; the healthy endpoints' deliveries/s should fall by less than 10 %. Attempts time
+  out after 2 s here (``CLUBWIRE_ATTEMPT_TIMEOUT``), so the silent endpoint's attempts fail,
+  are recorded and make room for the next ones within the run.
 
+The throughput runs go in alternating rounds (``--rounds``, 3) (worker, bare sender, worker with the
+silent endpoint); the best run of each kind counts, as the machine may be busy with other
+work. After each worker stops, the script also checks that every delivery that reached the
+receiver is recorded as succeeded ("not recorded": a worker that loses results sends those
+deliveries again when their lease runs out). Each run counts only its own deliveries;
+others that arrive meanwhile (sent again from earlier runs) are reported apart.
 The receiver is a second process (this file, run as ``delivery.py receive …``): a raw HTTP/1.1
 protocol on uvloop over TLS with a trustme certificate for 127.0.0.1, one port per endpoint
 (as separate hosts would be), answering ``200 ok``. It records the first arrival time of each
@@ -44,8 +54,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import random
+import resource
 import secrets
 import signal
 import socket
@@ -55,12 +67,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple, cast
 
@@ -71,18 +83,19 @@ import trustme
 import uvloop
 from psycopg import sql
 from pydantic import SecretStr
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
 from clubwire.domain import events as catalog
 from clubwire.domain import timestamps
+from clubwire.domain.deliveries import Status
 from clubwire.services import clubs, endpoints
 from clubwire.services import events as publishing
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from clubwire.storage.models import Delivery, Endpoint, Event
+from clubwire.storage.models import Club, Delivery, Endpoint, Event
 from clubwire.worker.attempts import USER_AGENT
 
 PROG = "bench/delivery.py"
@@ -94,11 +107,14 @@ POSTGRES_URL = os.environ.get(
 )
 BUSY_CLUB, LIGHT_CLUB = "granite", "pebble"
 LIGHT, SILENT = "light", "silent"  # receiver roles besides the healthy endpoints e0, e1, …
+SILENT_PATH = f"/{SILENT}"
 KINDS = catalog.SUBSCRIBABLE
 PUBLISH_BATCH = 500  # events per publishing transaction
 LIGHT_EVENTS = 200
 LIGHT_INTERVAL = 0.020  # seconds between events at light load
-ATTEMPT_TIMEOUT = 5.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts end within a run
+ROUNDS = 3  # alternating; the best run of each kind counts
+IDLE_SECONDS = 1.0  # a worker idles this long before the light load starts
+ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out within a run
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 STALL_SECONDS = 20.0  # nothing new arrived for this long: the rest is lost
@@ -121,13 +137,11 @@ class BenchError(Exception):
 @dataclass
 class Arrivals:
     """What reached the receiver: per path, the first arrival (``time.time()``) of each
-    delivery id, and how many requests came (duplicates and all)."""
+    delivery id."""
 
     first: defaultdict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
-    requests: Counter[str] = field(default_factory=Counter)
 
     def add(self, path: str, delivery: str, at: float) -> None:
-        self.requests[path] += 1
         self.first[path].setdefault(delivery, at)
 
     def counts(self) -> dict[str, int]:
@@ -135,7 +149,6 @@ class Arrivals:
 
     def clear(self) -> None:
         self.first.clear()
-        self.requests.clear()
 
 
 class Request(NamedTuple):
@@ -188,7 +201,7 @@ class Hooks(asyncio.Protocol):
         while (request := take_request(self._buffer)) is not None:
             delivery = header(request.head, request.lowered, b"x-service-delivery") or b"-"
             self._arrivals.add(request.path, delivery.decode("latin-1"), now)
-            self._silent = self._silent or request.path == f"/{SILENT}"
+            self._silent = self._silent or request.path == SILENT_PATH
             if not self._silent and self._transport is not None:
                 self._transport.write(OK_RESPONSE)
 
@@ -355,15 +368,21 @@ class Receiver:
 
     def _call(self, method: str, path: str) -> bytes:
         url = f"http://{HOST}:{self.control}{path}"
-        request = urllib.request.Request(url, method=method)  # noqa: S310 (a local URL)
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        request = urllib.request.Request(url, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (local)
             return bytes(response.read())
 
 
 def start_receiver(stack: ExitStack, workdir: Path, tls: Tls, roles: list[str]) -> Receiver:
     """Start the receiver and wait until its control port answers."""
     control, *ports = free_ports(len(roles) + 1)
-    command = [sys.executable, __file__, RECEIVE, "--cert", str(tls.server_pem)]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        RECEIVE,
+        "--cert",
+        str(tls.server_pem),
+    ]
     command += ["--control", str(control), "--ports", ",".join(map(str, ports))]
     process = start(stack, command, dict(os.environ), workdir / "receiver.log")
     receiver = Receiver(process, control, dict(zip(roles, ports, strict=True)))
@@ -387,6 +406,7 @@ class Options:
     databases: list[str]
     events: int
     endpoints: int
+    rounds: int
     postgres_url: str
 
 
@@ -476,39 +496,46 @@ def worker(bed: Bed, label: str) -> Iterator[Process]:
 
 @dataclass(frozen=True)
 class Clubs:
-    busy_id: str  # the healthy endpoints e0, e1, … (and later the silent one)
+    busy_id: str  # the healthy endpoints e0, e1, … and the silent one
     light_id: str  # one endpoint, for latency at light load
-    signing_secrets: dict[str, str]  # endpoint id → secret
+    silent_id: str  # the endpoint that never gets an answer (off until scenario 2)
+    signing_secrets: dict[str, str]  # healthy endpoint id → secret
+    roles: dict[str, str]  # healthy endpoint id → receiver role
 
 
 def seed(bed: Bed, receiver: Receiver, healthy: list[str]) -> Clubs:
     """Both clubs with their module on, and their endpoints subscribed to every kind."""
-    now = timestamps.utc_now()
-    signing_secrets = {}
+    signing_secrets, roles = {}, {}
     with bed.sessions.begin() as session:
         busy = new_club(session, BUSY_CLUB)
         light = new_club(session, LIGHT_CLUB)
-        for club, role in [(light, LIGHT)] + [(busy, role) for role in healthy]:
-            endpoint, secret = endpoints.create_endpoint(
-                session, club, receiver.url(role), KINDS, now, bed.settings
-            )
-            signing_secrets[endpoint.id] = secret
-        return Clubs(busy.id, light.id, signing_secrets)
+        for role in healthy:
+            endpoint, secret = new_endpoint(session, bed, busy, receiver.url(role))
+            signing_secrets[endpoint.id], roles[endpoint.id] = secret, role
+        new_endpoint(session, bed, light, receiver.url(LIGHT))
+        silent, _ = new_endpoint(session, bed, busy, receiver.url(SILENT))
+        return Clubs(busy.id, light.id, silent.id, signing_secrets, roles)
 
 
-def new_club(session: Session, slug: str) -> clubs.Club:
+def new_endpoint(session: Session, bed: Bed, club: Club, url: str) -> tuple[Endpoint, str]:
+    return endpoints.create_endpoint(session, club, url, KINDS, timestamps.utc_now(), bed.settings)
+
+
+def new_club(session: Session, slug: str) -> Club:
     now = timestamps.utc_now()
     club = clubs.create_club(session, slug, f"{slug.title()} Curling Club", now)
     clubs.set_webhooks_module(session, slug, True, now)
     return club
 
 
-def add_silent_endpoint(bed: Bed, receiver: Receiver, club_id: str) -> None:
+def switch_silent(bed: Bed, clubs_: Clubs, on: bool) -> None:
+    """Switch the silent endpoint on or off (its waiting deliveries are then skipped)."""
+    now = timestamps.utc_now()
     with bed.sessions.begin() as session:
-        club = clubs.get_club_by_id(session, club_id)
-        endpoints.create_endpoint(
-            session, club, receiver.url(SILENT), KINDS, timestamps.utc_now(), bed.settings
-        )
+        if on:
+            endpoints.enable_endpoint(session, clubs_.busy_id, clubs_.silent_id, now)
+        else:
+            endpoints.disable_endpoint(session, clubs_.busy_id, clubs_.silent_id, now)
 
 
 def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> None:
@@ -520,7 +547,7 @@ def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> N
                 publish_one(session, club, KINDS[number % len(KINDS)], rng)
 
 
-def publish_one(session: Session, club: clubs.Club, kind: str, rng: random.Random) -> str:
+def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> str:
     now = timestamps.utc_now()
     event, _ = publishing.publish(session, club, kind, catalog.sample(kind, now, rng), now)
     return event.id
@@ -531,34 +558,47 @@ def publish_one(session: Session, club: clubs.Club, kind: str, rng: random.Rando
 
 @dataclass(frozen=True)
 class Drain:
-    """Deliveries that reached the given endpoints, and over how long."""
+    """This run's deliveries that reached the receiver, and over how long."""
 
-    delivered: int  # distinct delivery ids
     expected: int
     seconds: float  # first arrival to last
+    delivered: frozenset[str] = field(repr=False)  # the ids that arrived
+    resent: int = 0  # other deliveries that arrived meanwhile (from earlier runs)
+    cpu_seconds: float | None = None  # the sender's CPU time (user + system) meanwhile
 
     @property
     def rate(self) -> float:
-        return self.delivered / self.seconds if self.seconds > 0 else 0.0
+        return len(self.delivered) / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_per_delivery(self) -> float | None:
+        """The sender's CPU time per delivery, in µs: less sensitive to other load."""
+        if self.cpu_seconds is None or not self.delivered:
+            return None
+        return self.cpu_seconds / len(self.delivered) * 1e6
 
     @property
     def lost(self) -> int:
-        return max(0, self.expected - self.delivered)
+        return self.expected - len(self.delivered)
 
 
-def wait_for(
-    receiver: Receiver, expected: dict[str, int], sender: Process | None = None
-) -> dict[str, dict[str, float]]:
-    """Poll until each role has its expected distinct deliveries, or nothing new has arrived
-    for STALL_SECONDS; returns the arrivals."""
+Expected = dict[str, set[str]]  # receiver role → delivery ids
+Arrived = dict[str, dict[str, float]]  # receiver role → delivery id → first arrival
+
+
+def wait_for(receiver: Receiver, expected: Expected, sender: Process | None = None) -> Arrived:
+    """Poll until every expected delivery has arrived, or nothing new has arrived for
+    STALL_SECONDS; returns the arrivals."""
     seen, changed = -1, time.monotonic()
     while True:
         receiver.process.check()
         if sender is not None:
             sender.check()
         counts = receiver.counts()
-        if all(counts.get(role, 0) >= n for role, n in expected.items()):
-            return receiver.arrivals()
+        if all(counts.get(role, 0) >= len(ids) for role, ids in expected.items()):
+            arrived = receiver.arrivals()
+            if all(ids <= arrived.get(role, {}).keys() for role, ids in expected.items()):
+                return arrived
         total = sum(counts.get(role, 0) for role in expected)
         if total != seen:
             seen, changed = total, time.monotonic()
@@ -567,21 +607,81 @@ def wait_for(
         time.sleep(POLL_SECONDS)
 
 
-def drain_of(arrivals: dict[str, dict[str, float]], roles: list[str], each: int) -> Drain:
-    times = [at for role in roles for at in arrivals.get(role, {}).values()]
-    seconds = max(times) - min(times) if times else 0.0
-    return Drain(len(times), each * len(roles), seconds)
+def drain_of(arrived: Arrived, expected: Expected) -> Drain:
+    times = {
+        delivery: at
+        for role, ids in expected.items()
+        for delivery, at in arrived.get(role, {}).items()
+        if delivery in ids
+    }
+    others = sum(len(arrived.get(role, {}).keys() - ids) for role, ids in expected.items())
+    seconds = max(times.values()) - min(times.values()) if times else 0.0
+    total = sum(len(ids) for ids in expected.values())
+    return Drain(total, seconds, frozenset(times), others)
 
 
-def measure_drain(receiver: Receiver, roles: list[str], each: int, sender: Process) -> Drain:
-    """Wait for ``each`` deliveries at every role; the receiver was reset before."""
-    arrivals = wait_for(receiver, dict.fromkeys(roles, each), sender)
-    return drain_of(arrivals, roles, each)
+def measure_drain(receiver: Receiver, expected: Expected, sender: Process) -> Drain:
+    """Wait for the expected deliveries, with the sender's CPU time from now to then; the
+    receiver was reset before."""
+    before = process_cpu(sender.popen.pid)
+    drain = drain_of(wait_for(receiver, expected, sender), expected)
+    after = process_cpu(sender.popen.pid)
+    if before is None or after is None:
+        return drain
+    return dataclasses.replace(drain, cpu_seconds=after - before)
 
 
-def light_load(bed: Bed, receiver: Receiver, club_id: str, worker: Process) -> list[float | None]:
-    """Publish LIGHT_EVENTS events, one every LIGHT_INTERVAL; each one's latency in ms
-    (None where it never arrived)."""
+def process_cpu(pid: int) -> float | None:
+    """User plus system CPU seconds of a running process (Linux); None where unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def expected_deliveries(bed: Bed, clubs_: Clubs, since: datetime) -> Expected:
+    """The healthy endpoints' deliveries created since ``since``, by receiver role."""
+    query = select(Delivery.id, Delivery.endpoint_id).where(
+        Delivery.created_at >= since, Delivery.endpoint_id.in_(clubs_.roles)
+    )
+    expected: Expected = {role: set() for role in clubs_.roles.values()}
+    with bed.sessions() as session:
+        for delivery_id, endpoint_id in session.execute(query):
+            expected[clubs_.roles[endpoint_id]].add(delivery_id)
+    return expected
+
+
+def not_recorded(bed: Bed, delivered: frozenset[str]) -> int:
+    """How many of these deliveries, which reached the receiver, the database does not show
+    as succeeded (read after the worker stopped, so every attempt should be recorded)."""
+    ids = sorted(delivered)
+    succeeded = 0
+    with bed.sessions() as session:
+        for first in range(0, len(ids), PUBLISH_BATCH):
+            query = select(func.count()).where(
+                Delivery.id.in_(ids[first : first + PUBLISH_BATCH]),
+                Delivery.status == Status.SUCCEEDED,
+            )
+            succeeded += session.scalar(query) or 0
+    return len(ids) - succeeded
+
+
+@dataclass(frozen=True)
+class Light:
+    """The light-load run: each event's latency in ms (None: it never arrived)."""
+
+    latencies_ms: list[float | None]
+    delivered: frozenset[str]
+
+
+def light_load(bed: Bed, receiver: Receiver, club_id: str, sender: Process) -> Light:
+    """Publish LIGHT_EVENTS events, one every LIGHT_INTERVAL, and wait for them."""
     receiver.reset()
     rng = random.Random(SEED + 1)
     committed: dict[str, float] = {}
@@ -593,14 +693,15 @@ def light_load(bed: Bed, receiver: Receiver, club_id: str, worker: Process) -> l
         committed[event_id] = time.time()
         due += LIGHT_INTERVAL
         time.sleep(max(0.0, due - time.monotonic()))
-    arrived = wait_for(receiver, {LIGHT: LIGHT_EVENTS}, worker).get(LIGHT, {})
     with bed.sessions() as session:
-        query = select(Delivery.id, Delivery.event_id).where(Delivery.club_id == club_id)
-        delivery_of = {event_id: delivery_id for delivery_id, event_id in session.execute(query)}
-    return [
-        (arrived[delivery_of[event_id]] - at) * 1000 if delivery_of[event_id] in arrived else None
-        for event_id, at in committed.items()
+        query = select(Delivery.event_id, Delivery.id).where(Delivery.club_id == club_id)
+        delivery_of = {event: delivery for event, delivery in session.execute(query)}
+    arrived = wait_for(receiver, {LIGHT: set(delivery_of.values())}, sender).get(LIGHT, {})
+    latencies = [
+        (arrived[delivery_of[event]] - at) * 1000 if delivery_of[event] in arrived else None
+        for event, at in committed.items()
     ]
+    return Light(latencies, frozenset(arrived.keys() & set(delivery_of.values())))
 
 
 # -- the bare sender --------------------------------------------------------------------------
@@ -615,14 +716,18 @@ class BareJob(NamedTuple):
     secret: str
 
 
-def load_jobs(bed: Bed, clubs_: Clubs) -> list[BareJob]:
-    """Every delivery of the busy club so far, in the order the worker claims them."""
+def load_jobs(bed: Bed, clubs_: Clubs, since: datetime) -> list[BareJob]:
+    """The healthy endpoints' deliveries created since ``since``, in the order of creation
+    (the order the worker claims them in)."""
     query = (
         select(Endpoint.url, Delivery.endpoint_id, Delivery.id, Event.kind, Event.body)
         .join(Event, Event.id == Delivery.event_id)
         .join(Endpoint, Endpoint.id == Delivery.endpoint_id)
-        .where(Delivery.club_id == clubs_.busy_id)
-        .order_by(Delivery.next_attempt_at, Delivery.id)
+        .where(
+            Delivery.created_at >= since,
+            Delivery.endpoint_id.in_(clubs_.signing_secrets),
+        )
+        .order_by(Delivery.created_at, Delivery.id)
     )
     with bed.sessions() as session:
         return [
@@ -688,70 +793,135 @@ async def lane(
                 failures[True] += 1
 
 
-def bare_run(bed: Bed, receiver: Receiver, clubs_: Clubs, roles: list[str], each: int) -> Drain:
+def bare_run(bed: Bed, receiver: Receiver, clubs_: Clubs, since: datetime) -> Drain:
     """The same bodies, to the same endpoints, by the bare sender; measured at the receiver."""
-    jobs = load_jobs(bed, clubs_)
+    jobs = load_jobs(bed, clubs_, since)
+    expected: Expected = {role: set() for role in clubs_.roles.values()}
+    for job in jobs:
+        expected[clubs_.roles[job.endpoint_id]].add(job.delivery_id)
     receiver.reset()
+    before = own_cpu()
     failed = asyncio.run(send_bare(jobs, bed.settings))
+    cpu_seconds = own_cpu() - before
     if failed:
         print(f"warning: {bed.name}: the bare sender had {failed:,} failed requests")
-    return drain_of(wait_for(receiver, dict.fromkeys(roles, each)), roles, each)
+    drain = drain_of(wait_for(receiver, expected), expected)
+    return dataclasses.replace(drain, cpu_seconds=cpu_seconds)
 
 
 # -- one database -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class Outcome:
-    """Everything measured on one database."""
+    """Everything measured on one database: each throughput run, by round."""
 
     database: str
-    ours: Drain
-    bare: Drain
-    latencies_ms: list[float | None]
-    silent: Drain
+    ours: list[Drain] = field(default_factory=list)
+    bare: list[Drain] = field(default_factory=list)
+    silent: list[Drain] = field(default_factory=list)
+    light: Light = field(default_factory=lambda: Light([], frozenset()))
+    unrecorded: int = 0  # reached the receiver, yet not recorded as succeeded
+    delivered_by_worker: int = 0
 
     @property
     def ratio(self) -> float:
-        return self.ours.rate / self.bare.rate if self.bare.rate else 0.0
+        bare = best(self.bare).rate
+        return best(self.ours).rate / bare if bare else 0.0
 
     @property
     def silent_change(self) -> float:
         """The healthy endpoints' deliveries/s with a silent endpoint, change in %."""
-        return (self.silent.rate / self.ours.rate - 1) * 100 if self.ours.rate else 0.0
+        ours = best(self.ours).rate
+        return (best(self.silent).rate / ours - 1) * 100 if ours else 0.0
+
+    @property
+    def ratio_met(self) -> bool:
+        return self.ratio >= TARGET_RATIO
+
+    @property
+    def p50_met(self) -> bool:
+        return self.percentile(50) < TARGET_P50_MS
+
+    @property
+    def silent_met(self) -> bool:
+        return self.silent_change > -TARGET_SILENT_DROP
 
     @property
     def light_lost(self) -> int:
-        return sum(latency is None for latency in self.latencies_ms)
+        return sum(latency is None for latency in self.light.latencies_ms)
+
+    @property
+    def lost(self) -> int:
+        drains = [*self.ours, *self.bare, *self.silent]
+        return sum(drain.lost for drain in drains) + self.light_lost
 
     def percentile(self, pct: int) -> float:
-        found = sorted(latency for latency in self.latencies_ms if latency is not None)
+        found = sorted(x for x in self.light.latencies_ms if x is not None)
         if len(found) < 2:
             return found[0] if found else float("nan")
         return statistics.quantiles(found, n=100, method="inclusive")[pct - 1]
+
+    def check_records(self, bed: Bed, delivered: frozenset[str]) -> None:
+        """After a worker stopped: count what it delivered but did not record."""
+        self.delivered_by_worker += len(delivered)
+        self.unrecorded += not_recorded(bed, delivered)
+
+
+def best(drains: list[Drain]) -> Drain:
+    return max(drains, key=lambda drain: drain.rate)
 
 
 def bench_database(
     name: str, workdir: Path, tls: Tls, receiver: Receiver, options: Options
 ) -> Outcome:
-    """Throughput and light load, the bare sender, then throughput with a silent endpoint."""
-    healthy = healthy_roles(options.endpoints)
+    """Rounds of: throughput (and, in the first, light load), the bare sender on the
+    same deliveries, throughput with the silent endpoint on."""
+    outcome = Outcome(DATABASES[name])
     with ExitStack() as stack:
         bed = prepare_bed(stack, name, workdir / name, tls, options)
-        clubs_ = seed(bed, receiver, healthy)
-        rng = random.Random(SEED)
-        publish_backlog(bed, clubs_.busy_id, options.events, rng)
-        receiver.reset()
-        with worker(bed, "throughput") as process:
-            ours = measure_drain(receiver, healthy, options.events, process)
-            latencies = light_load(bed, receiver, clubs_.light_id, process)
-        bare = bare_run(bed, receiver, clubs_, healthy, options.events)
-        add_silent_endpoint(bed, receiver, clubs_.busy_id)
-        publish_backlog(bed, clubs_.busy_id, options.events, rng)
-        receiver.reset()
-        with worker(bed, "silent") as process:
-            silent = measure_drain(receiver, healthy, options.events, process)
-    return Outcome(DATABASES[name], ours, bare, latencies, silent)
+        clubs_ = seed(bed, receiver, healthy_roles(options.endpoints))
+        for round_ in range(options.rounds):
+            since = timestamps.utc_now()
+            outcome.ours.append(throughput(bed, receiver, clubs_, options, f"throughput-{round_}"))
+            if round_ == 0:
+                outcome.light = light_run(bed, receiver, clubs_)
+                outcome.check_records(bed, outcome.light.delivered)
+            outcome.bare.append(bare_run(bed, receiver, clubs_, since))
+            outcome.silent.append(throughput(bed, receiver, clubs_, options, f"silent-{round_}"))
+            for drain in (outcome.ours[-1], outcome.silent[-1]):
+                outcome.check_records(bed, drain.delivered)
+    return outcome
+
+
+def throughput(bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str) -> Drain:
+    """Publish a backlog (with the silent endpoint on or off), start a worker, drain it."""
+    switch_silent(bed, clubs_, on=label.startswith(SILENT))
+    since = timestamps.utc_now()
+    publish_backlog(bed, clubs_.busy_id, options.events, random.Random(f"{SEED}-{label}"))
+    expected = expected_deliveries(bed, clubs_, since)
+    receiver.reset()
+    with worker(bed, label) as process:
+        wait_started(process, poll=0.01)  # then it claims at once: CPU time counts from here
+        return measure_drain(receiver, expected, process)
+
+
+def light_run(bed: Bed, receiver: Receiver, clubs_: Clubs) -> Light:
+    """The light-load run, with a worker of its own, started and idle."""
+    with worker(bed, "light") as process:
+        wait_started(process)
+        time.sleep(IDLE_SECONDS)
+        return light_load(bed, receiver, clubs_.light_id, process)
+
+
+def wait_started(process: Process, poll: float = 0.1) -> None:
+    """Until the worker says it is delivering."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while "delivering webhooks" not in process.log.read_text(errors="replace"):
+        process.check()
+        if time.monotonic() > deadline:
+            raise BenchError(f"the worker did not start within {START_TIMEOUT:.0f} s")
+        time.sleep(poll)
 
 
 def healthy_roles(count: int) -> list[str]:
@@ -761,26 +931,30 @@ def healthy_roles(count: int) -> list[str]:
 # -- report -----------------------------------------------------------------------------------
 
 
-def verdict(met: bool) -> str:
-    return "met" if met else "MISSED"
-
-
-def describe(drain: Drain) -> str:
-    lost = f", {drain.lost:,} LOST" if drain.lost else ""
-    return f"{drain.delivered:,} in {drain.seconds:.2f} s{lost}"
+def runs(drains: list[Drain]) -> str:
+    """Each run's deliveries/s, and anything lost or sent again."""
+    rates = " · ".join(f"{drain.rate:,.0f}" for drain in drains)
+    lost = sum(drain.lost for drain in drains)
+    resent = sum(drain.resent for drain in drains)
+    notes = [f"{lost:,} LOST"] if lost else []
+    notes += [f"+{resent:,} sent again from earlier runs"] if resent else []
+    expected = {drain.expected for drain in drains}
+    each = f"{expected.pop():,} each" if len(expected) == 1 else "deliveries"
+    return f"runs {rates} /s ({', '.join([each, *notes])})"
 
 
 def report_setup(options: Options, settings: Settings) -> None:
     deliveries = options.events * options.endpoints
     print(
-        f"{options.events:,} events × {options.endpoints} endpoints = {deliveries:,} deliveries "
-        "per throughput run, published before the worker starts; deliveries/s = distinct "
-        "deliveries / (last arrival − first arrival) at the receiver"
+        f"throughput: {options.events:,} events × {options.endpoints} endpoints = "
+        f"{deliveries:,} deliveries, published before the worker starts; deliveries/s = "
+        "deliveries / (last arrival − first arrival) at the receiver; best of "
+        f"{options.rounds} alternating rounds"
     )
     print(
         f"one worker process (default asyncio loop), {settings.max_in_flight} in flight, "
-        f"{settings.max_in_flight_per_endpoint} per endpoint; the bare aiohttp sender uses the "
-        "same loop, limits, TLS trust and headers, signed per request"
+        f"{settings.max_in_flight_per_endpoint} per endpoint; the bare aiohttp sender: same "
+        "loop, limits, TLS trust, bodies and headers, signed per request"
     )
     print(
         "receiver: its own process, raw HTTP/1.1 over TLS on uvloop, one port per endpoint; "
@@ -790,38 +964,65 @@ def report_setup(options: Options, settings: Settings) -> None:
 
 
 def report(outcome: Outcome) -> None:
+    """One table per database: the best run of each kind, every run, and the targets."""
     o = outcome
     p50, p99 = o.percentile(50), o.percentile(99)
-    light_lost = f", {o.light_lost} LOST" if o.light_lost else ""
+    silent = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(o.silent_met)}{silent_cpu(o)}"
     rows = [
-        ("clubwire worker", f"{o.ours.rate:,.0f} deliveries/s", describe(o.ours)),
-        ("bare aiohttp sender", f"{o.bare.rate:,.0f} deliveries/s", describe(o.bare)),
-        ("ratio ours/bare", f"{o.ratio:.2f}", f"target ≥ {TARGET_RATIO}: {verdict_ratio(o)}"),
-        (
-            "light load p50 / p99",
-            f"{p50:.1f} ms / {p99:.1f} ms",
-            f"target p50 < {TARGET_P50_MS:.0f} ms: {verdict(p50 < TARGET_P50_MS)}{light_lost}",
-        ),
-        (
-            "+1 silent endpoint",
-            f"{o.silent.rate:,.0f} deliveries/s",
-            f"to the healthy ones, {o.silent_change:+.1f} % ({describe(o.silent)}); target "
-            f"falls < {TARGET_SILENT_DROP:.0f} %: {verdict(o.silent_change > -TARGET_SILENT_DROP)}",
-        ),
+        ("deliveries/s, worker", f"{best(o.ours).rate:,.0f}", runs(o.ours)),
+        ("deliveries/s, bare", f"{best(o.bare).rate:,.0f}", runs(o.bare)),
+        ("ratio ours/bare", f"{o.ratio:.2f}", f"target ≥ {TARGET_RATIO}: {met(o.ratio_met)}"),
+        ("CPU µs per delivery", cpu_cell(o), cpu_note(o)),
+        ("light load p50", f"{p50:.1f} ms", f"target < {TARGET_P50_MS:.0f} ms: {met(o.p50_met)}"),
+        ("light load p99", f"{p99:.1f} ms", f"{LIGHT_EVENTS - o.light_lost} of {LIGHT_EVENTS}"),
+        ("+1 silent endpoint", f"{best(o.silent).rate:,.0f}", f"healthy: {runs(o.silent)}"),
+        ("change", f"{o.silent_change:+.1f} %", silent),
+        ("not recorded", f"{o.unrecorded:,}", unrecorded_note(o)),
     ]
     print(f"\n{o.database}")
     for label, value, note in rows:
-        print(f"  {label:<22} {value:>22}   {note}")
+        print(f"  {label:<22} {value:>10}   {note}")
 
 
-def verdict_ratio(outcome: Outcome) -> str:
-    return verdict(outcome.ratio >= TARGET_RATIO)
+def cpu_cell(outcome: Outcome) -> str:
+    ours, bare = least_cpu(outcome.ours), least_cpu(outcome.bare)
+    if ours is None or bare is None:
+        return "-"
+    return f"{ours:.0f} / {bare:.0f}"
 
 
-def lost_anything(outcome: Outcome) -> bool:
-    return any(d.lost for d in (outcome.ours, outcome.bare, outcome.silent)) or bool(
-        outcome.light_lost
+def cpu_note(outcome: Outcome) -> str:
+    ours, bare = least_cpu(outcome.ours), least_cpu(outcome.bare)
+    if ours is None or bare is None:
+        return "unknown (no /proc)"
+    return f"worker / bare sender: bare/ours {bare / ours:.2f} (CPU time, steadier than rates)"
+
+
+def silent_cpu(outcome: Outcome) -> str:
+    """The worker's CPU time per healthy delivery with the silent endpoint, change in %."""
+    ours, silent = least_cpu(outcome.ours), least_cpu(outcome.silent)
+    if ours is None or silent is None:
+        return ""
+    return f" (worker CPU per delivery {(silent / ours - 1) * 100:+.1f} %)"
+
+
+def least_cpu(drains: list[Drain]) -> float | None:
+    found = [d.cpu_per_delivery for d in drains if d.cpu_per_delivery is not None]
+    return min(found) if found else None
+
+
+def unrecorded_note(outcome: Outcome) -> str:
+    """Deliveries that arrived, yet the database does not show as succeeded."""
+    if not outcome.unrecorded:
+        return f"all {outcome.delivered_by_worker:,} the worker delivered are recorded"
+    return (
+        f"of {outcome.delivered_by_worker:,} the worker delivered: it lost these results "
+        "(they stay leased and are sent again when the lease runs out)"
     )
+
+
+def met(done: bool) -> str:
+    return "met" if done else "MISSED"
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -833,13 +1034,14 @@ def parse_options(argv: list[str] | None) -> Options:
     parser.add_argument("--database", choices=[*DATABASES, "both"], default="both")
     parser.add_argument("--events", type=int, default=2000, help="events per run (2000)")
     parser.add_argument("--endpoints", type=int, default=5, help="healthy endpoints (5)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds ({ROUNDS})")
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="an existing database")
     args = parser.parse_args(argv)
     most = Settings.model_fields["max_endpoints_per_club"].default - 1  # one left for silent
-    if args.events < 1 or not 1 <= args.endpoints <= most:
-        parser.error(f"--events must be at least 1 and --endpoints between 1 and {most}")
+    if args.events < 1 or args.rounds < 1 or not 1 <= args.endpoints <= most:
+        parser.error(f"--events and --rounds must be at least 1, --endpoints between 1 and {most}")
     databases = list(DATABASES) if args.database == "both" else [args.database]
-    return Options(databases, args.events, args.endpoints, args.postgres_url)
+    return Options(databases, args.events, args.endpoints, args.rounds, args.postgres_url)
 
 
 def bench(options: Options) -> bool:
@@ -850,14 +1052,13 @@ def bench(options: Options) -> bool:
         tls = make_tls(workdir)
         roles = [*healthy_roles(options.endpoints), LIGHT, SILENT]
         receiver = start_receiver(stack, workdir, tls, roles)
-        for index, name in enumerate(options.databases):
+        report_setup(options, Settings(_env_file=None))
+        for name in options.databases:
             outcome = bench_database(name, workdir, tls, receiver, options)
-            if index == 0:
-                report_setup(options, Settings(_env_file=None))
             report(outcome)
             outcomes.append(outcome)
     print(f"ratio {min(outcome.ratio for outcome in outcomes):.2f}")
-    return not any(lost_anything(outcome) for outcome in outcomes)
+    return not any(outcome.lost for outcome in outcomes)
 
 
 def main(argv: list[str] | None = None) -> int:
