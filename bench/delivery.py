@@ -12,7 +12,7 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   by the time from the first of them to arrive to the last, so neither the worker's start-up
   nor the publishing counts;
 - **the ceiling**: in the same run, a bare aiohttp sender (in this process, on the same
-  asyncio event loop the worker uses, same TLS trust, keep-alive, same limits in flight:
+  event loop the worker uses (uvloop), same TLS trust, keep-alive, same limits in flight:
   ``max_in_flight`` in all and ``max_in_flight_per_endpoint`` per endpoint, same headers with
   a fresh HMAC signature per request) posts the very same stored bodies to the same receiver,
   measured the same way. The ratio ours/bare is what the worker's own work costs (claiming,
@@ -801,7 +801,7 @@ def bare_run(bed: Bed, receiver: Receiver, clubs_: Clubs, since: datetime) -> Dr
         expected[clubs_.roles[job.endpoint_id]].add(job.delivery_id)
     receiver.reset()
     before = own_cpu()
-    failed = asyncio.run(send_bare(jobs, bed.settings))
+    failed = uvloop.run(send_bare(jobs, bed.settings))
     cpu_seconds = own_cpu() - before
     if failed:
         print(f"warning: {bed.name}: the bare sender had {failed:,} failed requests")
@@ -952,7 +952,7 @@ def report_setup(options: Options, settings: Settings) -> None:
         f"{options.rounds} alternating rounds"
     )
     print(
-        f"one worker process (default asyncio loop), {settings.max_in_flight} in flight, "
+        f"one worker process (uvloop), {settings.max_in_flight} in flight, "
         f"{settings.max_in_flight_per_endpoint} per endpoint; the bare aiohttp sender: same "
         "loop, limits, TLS trust, bodies and headers, signed per request"
     )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 
 import click
+import uvloop
 
 from clubwire.cli.base import cli, prepare_database, session_factory, settings, transaction
 from clubwire.domain import timestamps
@@ -46,7 +48,9 @@ def worker() -> None:
 
     current = settings()
     with lock.single_worker(current):
-        asyncio.run(_work(current))
+        gc.collect()
+        gc.freeze()  # as in serve: full collections then skip the start-up heap
+        uvloop.run(_work(current))
 
 
 async def _work(current: Settings) -> None:

@@ -8,12 +8,12 @@ state.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
-from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy import Boolean, Integer, Table, bindparam, case, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
@@ -67,6 +67,14 @@ def plain(result: Result) -> str:
     return f"failed: {reason} (after {result.duration_ms} ms)"
 
 
+# The hot statements run on the tables (Core), not through the ORM's machinery.
+_deliveries = cast(Table, Delivery.__table__)
+_events = cast(Table, Event.__table__)
+_endpoints = cast(Table, Endpoint.__table__)
+_clubs = cast(Table, Club.__table__)
+_attempts = cast(Table, Attempt.__table__)
+
+
 def claim(
     session: Session,
     now: datetime,
@@ -75,62 +83,70 @@ def claim(
     busy_endpoints: Collection[str] = (),
 ) -> list[Job]:
     """Lease up to ``limit`` due deliveries (skipping locked ones on PostgreSQL)."""
+    d = _deliveries.c
     due = (
-        select(Delivery.id)
-        .where(
-            Delivery.next_attempt_at <= now,
-            or_(Delivery.lease_until.is_(None), Delivery.lease_until < now),
-        )
-        .order_by(Delivery.next_attempt_at)
+        select(d.id)
+        .where(d.next_attempt_at <= now, or_(d.lease_until.is_(None), d.lease_until < now))
+        .order_by(d.next_attempt_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
     if busy_endpoints:
-        due = due.where(Delivery.endpoint_id.not_in(busy_endpoints))
-    ids = session.scalars(due).all()
-    if not ids:
-        return []
+        due = due.where(d.endpoint_id.not_in(busy_endpoints))
     lease_until = now + lease
-    session.execute(
-        update(Delivery).where(Delivery.id.in_(ids)).values(lease_until=lease_until),
-        execution_options={"synchronize_session": False},
+    leased = update(_deliveries).where(d.id.in_(due.scalar_subquery()))
+    ids = (
+        session.connection()
+        .execute(leased.values(lease_until=lease_until).returning(d.id))
+        .scalars()
+        .all()
     )
-    return _jobs(session, ids, lease_until, now)
+    return _jobs(session, ids, lease_until, now) if ids else []
+
+
+_JOB_SOURCE = (
+    _deliveries.join(_events, _events.c.id == _deliveries.c.event_id)
+    .join(_endpoints, _endpoints.c.id == _deliveries.c.endpoint_id)
+    .join(_clubs, _clubs.c.id == _deliveries.c.club_id)
+)
+_JOB_COLUMNS = (
+    _deliveries.c.id,
+    _deliveries.c.club_id,
+    _deliveries.c.endpoint_id,
+    _events.c.kind,
+    _endpoints.c.url,
+    _endpoints.c.secret_sealed,
+    _events.c.body,
+    _deliveries.c.status,
+    _deliveries.c.attempt,
+    _deliveries.c.next_trigger,
+    _endpoints.c.enabled,
+    _clubs.c.webhooks_enabled,
+)
 
 
 def _jobs(session: Session, ids: Sequence[str], lease_until: datetime, now: datetime) -> list[Job]:
-    rows = session.execute(
-        select(
-            Delivery,
-            Event.kind,
-            Event.body,
-            Endpoint.url,
-            Endpoint.secret_sealed,
-            Endpoint.enabled,
-            Club.webhooks_enabled,
-        )
-        .join(Event, Event.id == Delivery.event_id)
-        .join(Endpoint, Endpoint.id == Delivery.endpoint_id)
-        .join(Club, Club.id == Delivery.club_id)
-        .where(Delivery.id.in_(ids))
-    ).all()
+    query = select(*_JOB_COLUMNS).select_from(_JOB_SOURCE).where(_deliveries.c.id.in_(ids))
     jobs, stopped = [], []
-    for delivery, kind, body, url, sealed, endpoint_on, module_on in rows:
-        if not (endpoint_on and module_on):
-            stopped.append(delivery.id)
+    for row in session.connection().execute(query):
+        delivery_id, club_id, endpoint_id, kind, url, sealed, body, status, attempts, trigger = row[
+            :10
+        ]
+        if not (row.enabled and row.webhooks_enabled):
+            stopped.append(delivery_id)
             continue
         jobs.append(
             Job(
-                delivery.id,
-                delivery.club_id,
-                delivery.endpoint_id,
+                delivery_id,
+                club_id,
+                endpoint_id,
                 kind,
                 url,
                 sealed,
                 body,
-                Status(delivery.status),
-                delivery.attempt,
-                Trigger(delivery.next_trigger),
+                Status(status),
+                attempts,
+                Trigger(trigger),
                 lease_until,
             )
         )
@@ -172,15 +188,15 @@ def record(
         rules.judge(r.job.status, r.job.trigger, r.job.attempts_made + 1, r.ok, now, schedule)
         for r in results
     ]
-    session.execute(insert(Attempt), [_attempt_row(r) for r in results])
+    session.connection().execute(insert(_attempts), [_attempt_row(r) for r in results])
     _move_deliveries(session, results, verdicts, now)
-    _touch_endpoints(session, results)
-    _count_dead(session, results, verdicts, now)
+    _update_endpoints(session, results, verdicts, now)
 
 
 def _still_there(session: Session, results: Sequence[Result]) -> Sequence[Result]:
     ids = [result.job.delivery_id for result in results]
-    present = set(session.scalars(select(Delivery.id).where(Delivery.id.in_(ids))))
+    query = select(_deliveries.c.id).where(_deliveries.c.id.in_(ids))
+    present = set(session.connection().execute(query).scalars())
     return [result for result in results if result.job.delivery_id in present]
 
 
@@ -198,8 +214,11 @@ def _attempt_row(result: Result) -> dict[str, object]:
 
 
 _MOVE = (
-    update(Delivery)
-    .where(Delivery.id == bindparam("d_id"), Delivery.lease_until == bindparam("d_lease"))
+    update(_deliveries)
+    .where(
+        _deliveries.c.id == bindparam("d_id"),
+        _deliveries.c.lease_until == bindparam("d_lease"),
+    )
     .values(
         status=bindparam("d_status"),
         attempt=bindparam("d_attempt"),
@@ -231,40 +250,44 @@ def _move_deliveries(
 
 
 _TOUCH = (
-    update(Endpoint)
-    .where(Endpoint.id == bindparam("e_id"))
-    .values(last_delivery_at=bindparam("e_at"), last_response_code=bindparam("e_code"))
+    update(_endpoints)
+    .where(_endpoints.c.id == bindparam("e_id"))
+    .values(
+        last_delivery_at=bindparam("e_at"),
+        last_response_code=bindparam("e_code"),
+        dead_in_a_row=case(
+            (bindparam("e_reset", type_=Boolean), bindparam("e_died", type_=Integer)),
+            else_=_endpoints.c.dead_in_a_row + bindparam("e_died", type_=Integer),
+        ),
+    )
 )
 
 
-def _touch_endpoints(session: Session, results: Sequence[Result]) -> None:
-    latest = {r.job.endpoint_id: r for r in results}
-    params = [
-        {"e_id": endpoint_id, "e_at": r.started_at, "e_code": r.response_code}
-        for endpoint_id, r in sorted(latest.items(), key=lambda item: item[0])
-    ]
-    session.connection().execute(_TOUCH, params)
-
-
-def _count_dead(
+def _update_endpoints(
     session: Session, results: Sequence[Result], verdicts: Sequence[rules.Verdict], now: datetime
 ) -> None:
-    """Dead in a row: +1 per delivery that died, back to 0 on a success; switch off at 5."""
-    reset: dict[str, bool] = defaultdict(bool)
-    died: dict[str, int] = defaultdict(int)
+    """Last delivery and dead in a row (+1 per delivery that died, back to 0 on a success),
+    one statement for the batch; endpoints in id order, so workers never deadlock."""
+    latest: dict[str, tuple[Result, bool, int]] = {}
     for result, verdict in zip(results, verdicts, strict=True):
-        endpoint_id = result.job.endpoint_id
+        _, reset, died = latest.get(result.job.endpoint_id, (result, False, 0))
         if verdict.counts_as_success:
-            reset[endpoint_id], died[endpoint_id] = True, 0
+            reset, died = True, 0
         elif verdict.became_dead:
-            died[endpoint_id] += 1
-    for endpoint_id in sorted(set(reset) | set(died)):
-        count = died[endpoint_id]
-        base = 0 if reset[endpoint_id] else Endpoint.dead_in_a_row
-        session.execute(
-            update(Endpoint).where(Endpoint.id == endpoint_id).values(dead_in_a_row=base + count)
-        )
-    _switch_off(session, [e for e, n in died.items() if n], now)
+            died += 1
+        latest[result.job.endpoint_id] = (result, reset, died)
+    params = [
+        {
+            "e_id": endpoint_id,
+            "e_at": r.started_at,
+            "e_code": r.response_code,
+            "e_reset": reset,
+            "e_died": died,
+        }
+        for endpoint_id, (r, reset, died) in sorted(latest.items())
+    ]
+    session.connection().execute(_TOUCH, params)
+    _switch_off(session, [e for e, (_, _, died) in sorted(latest.items()) if died], now)
 
 
 def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) -> None:

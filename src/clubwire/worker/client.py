@@ -25,8 +25,8 @@ Nothing here logs request bodies, headers or secrets.
 
 from __future__ import annotations
 
-import asyncio
 import errno
+import functools
 import socket
 import ssl
 import time
@@ -117,7 +117,6 @@ class Sender:
 
     def __init__(self, settings: Settings, resolver: AbstractResolver | None = None) -> None:
         self._allow_private = settings.allow_private_targets
-        self._deadline = settings.attempt_timeout
         self._timeout = aiohttp.ClientTimeout(
             total=settings.attempt_timeout,
             connect=settings.connect_timeout,
@@ -128,6 +127,8 @@ class Sender:
         self._inner_resolver = resolver
         self._session: aiohttp.ClientSession | None = None
         self._resolver: PublicResolver | None = None
+        # A URL's verdict depends on nothing else: check each one once, not on every attempt.
+        self._refusal = functools.lru_cache(maxsize=4096)(self._check)
 
     async def __aenter__(self) -> Self:
         inner = self._inner_resolver or aiohttp.ThreadedResolver()
@@ -170,15 +171,21 @@ class Sender:
         session = self._open_session()
         started = time.monotonic()
         attempt = _Attempt()
+        attempt.error = self._refusal(url)
+        if attempt.error is not None:
+            return attempt.outcome(started)
         try:
-            addresses.check_url(url, self._allow_private)
-            async with asyncio.timeout(self._deadline):
-                await self._exchange(session, attempt, url, body, headers)
-        except addresses.UnsafeUrl as exc:
-            attempt.error = _refusal(exc)
+            await self._exchange(session, attempt, url, body, headers)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             attempt.error = error_words(exc)
         return attempt.outcome(started)
+
+    def _check(self, url: str) -> str | None:
+        try:
+            addresses.check_url(url, self._allow_private)
+        except addresses.UnsafeUrl as exc:
+            return _refusal(exc)
+        return None
 
     async def _exchange(
         self,
@@ -226,9 +233,8 @@ def excerpt(body: bytes | bytearray) -> str:
 
 
 def _request_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    sent = {name: value for name, value in headers.items() if name.lower() != "accept-encoding"}
-    sent["Accept-Encoding"] = "identity"
-    return sent
+    """The caller's headers, asking for no compression (callers send no Accept-Encoding)."""
+    return {**headers, "Accept-Encoding": "identity"}
 
 
 async def _read_capped(response: aiohttp.ClientResponse, into: bytearray) -> None:
