@@ -18,7 +18,7 @@ from clubwire.domain import timestamps
 from clubwire.services.api_access import ApiAccess
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
-from clubwire.web import internal_api, openapi, problems, public_api
+from clubwire.web import internal_api, openapi, problems, public_api, ui
 from clubwire.worker import lock, running
 from clubwire.worker.loop import Worker
 
@@ -71,6 +71,7 @@ def create_app(
     )
     problems.install(app)
     app.include_router(internal_api.router(settings))
+    ui.install(app)
     app.router.routes[:0] = _public_routes(settings)
     public = public_api.describe()
     app.openapi = lambda: openapi.service_document(app, public, settings)  # type: ignore[method-assign]

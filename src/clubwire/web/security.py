@@ -1,0 +1,108 @@
+"""Browser safety for the settings area: security headers, cookies, CSRF tokens, safe redirects.
+
+The headers go on the UI's paths only (chosen by prefix), so the club data API's hot path
+pays one string comparison and nothing else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from urllib.parse import urlsplit
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clubwire.settings import Settings
+
+SESSION_COOKIE = "clubwire_session"
+SIGN_IN_COOKIE = "clubwire_sign_in"  # the sign-in form's double-submit CSRF token
+SIGN_IN_PATH = "/sign-in"
+UI_PREFIXES = (SIGN_IN_PATH, "/sign-out", "/settings", "/admin", "/static/")
+STATIC_PREFIX = "/static/"
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+    )
+)
+HEADERS = (
+    ("Content-Security-Policy", CONTENT_SECURITY_POLICY),
+    ("X-Frame-Options", "DENY"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "same-origin"),
+)
+
+
+def is_ui_path(path: str) -> bool:
+    return path == "/" or path.startswith(UI_PREFIXES)
+
+
+class SecurityHeaders:
+    """ASGI middleware: the security headers on every UI response, and ``no-store`` on every
+    UI page (pages carry CSRF tokens and sometimes a secret shown once)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not is_ui_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith(STATIC_PREFIX)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                _add_headers(MutableHeaders(scope=message), static)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _add_headers(headers: MutableHeaders, static: bool) -> None:
+    for name, value in HEADERS:
+        headers[name] = value
+    if not static and "cache-control" not in headers:
+        headers["Cache-Control"] = "no-store"
+
+
+def is_https(request: Request, settings: Settings) -> bool:
+    return request.url.scheme == "https" or settings.public_url.startswith("https:")
+
+
+def set_cookie(response: Response, name: str, value: str, *, secure: bool) -> None:
+    """A browser-session cookie for this site only: HttpOnly, SameSite=Lax, Path=/."""
+    response.set_cookie(name, value, path="/", secure=secure, httponly=True, samesite="lax")
+
+
+def clear_cookie(response: Response, name: str, *, secure: bool) -> None:
+    response.delete_cookie(name, path="/", secure=secure, httponly=True, samesite="lax")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def same_token(given: str | None, expected: str | None) -> bool:
+    """Whether a submitted CSRF token is the expected one, compared in constant time."""
+    if not given or not expected:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def safe_next(value: str | None) -> str | None:
+    """``value`` if it is a path on this site (``/settings/…``), else None: never another host."""
+    if not value or not value.startswith("/") or value.startswith(("//", "/\\")):
+        return None
+    if any(not char.isprintable() or char == "\\" for char in value):
+        return None
+    parts = urlsplit(value)
+    return value if not (parts.scheme or parts.netloc) else None

@@ -1,0 +1,30 @@
+"""The settings area and the superadmin page, put into the app: pages, routes, static files,
+security headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from starlette.staticfiles import StaticFiles
+
+from clubwire.web import (
+    security,
+    templating,
+    ui_admin,
+    ui_auth,
+    ui_deliveries,
+    ui_settings,
+    ui_webhooks,
+)
+
+STATIC = Path(__file__).with_name("static")
+
+
+def install(app: FastAPI) -> None:
+    """Add the settings area to ``app``; its security headers leave other paths alone."""
+    app.state.pages = templating.Pages(templating.environment())
+    for module in (ui_auth, ui_admin, ui_settings, ui_webhooks, ui_deliveries):
+        app.include_router(module.router())
+    app.mount(security.STATIC_PREFIX.rstrip("/"), StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(security.SecurityHeaders)

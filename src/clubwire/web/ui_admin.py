@@ -1,0 +1,48 @@
+"""The superadmin page: every club, and its Webhooks & API module switched on or off."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import Response
+
+from clubwire import errors
+from clubwire.services import clubs, web_sessions
+from clubwire.web import ui_base
+from clubwire.web.ui_base import Posted, Staff
+
+ADMIN_PATH = "/admin"
+
+
+def router() -> APIRouter:
+    api = ui_base.router()
+    api.add_api_route(ADMIN_PATH, admin_page, methods=["GET"])
+    api.add_api_route(f"{ADMIN_PATH}/clubs/{{slug}}/webhooks", switch_module, methods=["POST"])
+    return api
+
+
+def admin_page(request: Request, staff: Staff) -> Response:
+    _superadmin_only(staff)
+    with ui_base.transaction(request) as session:
+        every_club = clubs.list_clubs(session)
+    return ui_base.page(request, "admin.html", clubs=every_club)
+
+
+def switch_module(
+    request: Request, staff: Posted, slug: str, enabled: Annotated[str, Form()] = ""
+) -> Response:
+    """Switch the module to the state the button names (``on`` or ``off``): a repeated click
+    changes nothing more."""
+    _superadmin_only(staff)
+    if enabled not in ("on", "off"):
+        raise errors.InvalidInput("Choose on or off.")
+    with ui_base.transaction(request) as session:
+        clubs.set_webhooks_module(session, slug, enabled == "on", ui_base.now(request))
+    return ui_base.redirect(f"{ADMIN_PATH}#club-{slug}")
+
+
+def _superadmin_only(staff: web_sessions.SignedIn) -> None:
+    """Others are told there is nothing here."""
+    if not staff.user.is_superadmin:
+        raise errors.NotFound("There is no such page.")

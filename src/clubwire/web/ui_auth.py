@@ -1,0 +1,102 @@
+"""Sign-in and sign-out for staff, and ``/``, which sends each user to their landing page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from clubwire import errors
+from clubwire.services import users, web_sessions
+from clubwire.web import security, ui_base
+from clubwire.web.ui_base import Posted, Staff
+
+
+def router() -> APIRouter:
+    api = ui_base.router()
+    api.add_api_route("/", landing, methods=["GET"])
+    api.add_api_route(security.SIGN_IN_PATH, sign_in_form, methods=["GET"])
+    api.add_api_route(security.SIGN_IN_PATH, sign_in, methods=["POST"])
+    api.add_api_route("/sign-out", sign_out, methods=["POST"])
+    return api
+
+
+def landing(staff: Staff) -> Response:
+    """Superadmins start on the module switches; club admins on their club's settings."""
+    return ui_base.redirect("/admin" if staff.user.is_superadmin else "/settings")
+
+
+def sign_in_form(
+    request: Request, next_path: Annotated[str | None, Query(alias="next")] = None
+) -> Response:
+    return _form(request, next_path=security.safe_next(next_path) or "")
+
+
+class SignInForm(BaseModel):
+    email: str = ""
+    password: str = ""
+    next: str = ""
+    csrf_token: str = ""
+
+
+def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
+    """Check the password (throttled), start a new session, and go where the user was going."""
+    if not security.same_token(form.csrf_token, request.cookies.get(security.SIGN_IN_COOKIE)):
+        raise ui_base.CsrfRefused()
+    outcome = _start_session(request, form.email, form.password)
+    if isinstance(outcome, errors.ClubwireError):
+        status = 429 if isinstance(outcome, errors.TooManyAttempts) else 422
+        return _form(request, status, email=form.email, next_path=form.next, error=outcome.detail)
+    response = ui_base.redirect(security.safe_next(form.next) or "/")
+    secure = security.is_https(request, ui_base.settings_of(request))
+    security.set_cookie(response, security.SESSION_COOKIE, outcome, secure=secure)
+    return response
+
+
+def _start_session(request: Request, email: str, password: str) -> str | errors.ClubwireError:
+    """A new session's token, or why not. Failures are committed: they count toward the throttle."""
+    address = request.client.host if request.client else "unknown"
+    previous = request.cookies.get(security.SESSION_COOKIE)
+    with ui_base.transaction(request) as session:
+        try:
+            user = users.authenticate(session, email, password, address, ui_base.now(request))
+        except (errors.Unauthenticated, errors.TooManyAttempts) as exc:
+            return exc
+        if previous:
+            web_sessions.end(session, previous)
+        return web_sessions.start(session, user, ui_base.now(request))
+
+
+def _form(
+    request: Request,
+    status: int = 200,
+    email: str = "",
+    next_path: str = "",
+    error: str | None = None,
+) -> Response:
+    """The sign-in form, with its double-submit CSRF token in a cookie and a hidden field."""
+    token = request.cookies.get(security.SIGN_IN_COOKIE) or security.new_token()
+    response = ui_base.page(
+        request,
+        "sign_in.html",
+        status,
+        email=email,
+        next_path=security.safe_next(next_path) or "",
+        error=error,
+        csrf_token=token,
+    )
+    secure = security.is_https(request, ui_base.settings_of(request))
+    security.set_cookie(response, security.SIGN_IN_COOKIE, token, secure=secure)
+    return response
+
+
+def sign_out(request: Request, _staff: Posted) -> Response:
+    """End the session on the server and forget the cookie."""
+    with ui_base.transaction(request) as session:
+        web_sessions.end(session, request.cookies.get(security.SESSION_COOKIE, ""))
+    response = ui_base.redirect(security.SIGN_IN_PATH)
+    secure = security.is_https(request, ui_base.settings_of(request))
+    security.clear_cookie(response, security.SESSION_COOKIE, secure=secure)
+    return response

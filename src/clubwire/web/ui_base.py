@@ -1,0 +1,231 @@
+"""What every settings-area route shares: who is signed in, the CSRF check, one transaction
+per step, HTML pages, and errors answered as HTML pages rather than problem+json."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from http import HTTPStatus
+from typing import Annotated, Any, cast
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from clubwire import errors
+from clubwire.services import users, web_sessions
+from clubwire.settings import Settings
+from clubwire.storage.models import Club
+from clubwire.web import problems, security, templating
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class SignInRequired(Exception):
+    """Nobody is signed in (or the session has ended): go to the sign-in page."""
+
+    def __init__(self, next_path: str | None) -> None:
+        self.next_path = next_path
+        super().__init__(next_path)
+
+
+class CsrfRefused(Exception):
+    """A POST without this session's CSRF token."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClubName:
+    """What a page shows of a club, kept apart from the ORM (which a rollback expires)."""
+
+    slug: str
+    name: str
+
+
+class ModuleOff(Exception):
+    """The club's Webhooks & API module is off: its settings show only a message."""
+
+    def __init__(self, club: Club) -> None:
+        self.club = ClubName(club.slug, club.name)
+        super().__init__(club.slug)
+
+
+def settings_of(request: Request) -> Settings:
+    return cast(Settings, request.state.settings)
+
+
+def now(request: Request) -> datetime:
+    clock: Callable[[], datetime] = request.state.clock
+    return clock()
+
+
+@contextmanager
+def transaction(request: Request) -> Iterator[Session]:
+    sessions: sessionmaker[Session] = request.state.sessions
+    with sessions.begin() as session:
+        yield session
+
+
+def page(request: Request, name: str, status: int = 200, **context: object) -> HTMLResponse:
+    pages = cast(templating.Pages, request.app.state.pages)
+    return pages.render(request, name, status, **context)
+
+
+def message(request: Request, status: int, title: str, text: str) -> HTMLResponse:
+    """A plain page that says one thing (errors, refusals)."""
+    return page(request, "message.html", status, title=title, text=text)
+
+
+def redirect(url: str) -> RedirectResponse:
+    """See other: the answer to a POST that worked (the browser then GETs ``url``)."""
+    return RedirectResponse(url, status_code=303)
+
+
+def sign_in_url(next_path: str | None) -> str:
+    if next_path is None:
+        return security.SIGN_IN_PATH
+    return f"{security.SIGN_IN_PATH}?next={quote(next_path, safe='/')}"
+
+
+# -- who is signed in, and CSRF ------------------------------------------------------------
+
+
+def signed_in(request: Request) -> web_sessions.SignedIn:
+    """The signed-in staff member; otherwise off to the sign-in page (and back afterwards)."""
+    token = request.cookies.get(security.SESSION_COOKIE)
+    found = None
+    if token:
+        with transaction(request) as session:
+            found = web_sessions.find(session, token, now(request))
+    if found is None:
+        raise SignInRequired(_here(request) if request.method == "GET" else None)
+    request.state.staff = found
+    return found
+
+
+def _here(request: Request) -> str:
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+Staff = Annotated[web_sessions.SignedIn, Depends(signed_in)]
+
+
+def checked(staff: Staff, csrf_token: Annotated[str, Form()] = "") -> web_sessions.SignedIn:
+    """The signed-in staff member, for a POST that carries this session's CSRF token."""
+    if not security.same_token(csrf_token, staff.csrf_token):
+        raise CsrfRefused()
+    return staff
+
+
+Posted = Annotated[web_sessions.SignedIn, Depends(checked)]
+
+
+def club_for(session: Session, staff: web_sessions.SignedIn, slug: str) -> Club:
+    """The club if this user manages it (else not found) and its module is on."""
+    club = users.managed_club(session, staff.user, slug)
+    if not club.webhooks_enabled:
+        raise ModuleOff(club)
+    return club
+
+
+# -- errors as pages -------------------------------------------------------------------------
+
+
+def error_page(request: Request, exc: Exception) -> Response:
+    """The HTML answer to an error raised by a settings-area route."""
+    if isinstance(exc, SignInRequired):
+        return redirect(sign_in_url(exc.next_path))
+    if isinstance(exc, CsrfRefused):
+        return message(request, 403, "Form refused", CSRF_REFUSED)
+    if isinstance(exc, ModuleOff):
+        status = 200 if request.method == "GET" else 403
+        return page(request, "module_off.html", status, club=exc.club)
+    if isinstance(exc, errors.ClubwireError):
+        status = problems.status_of(exc)
+        return message(request, status, HTTPStatus(status).phrase, exc.detail)
+    if isinstance(exc, RequestValidationError):
+        return message(request, 422, "Form not understood", "The form was not complete.")
+    log.error("unhandled error in the settings area", exc_info=exc)
+    return message(request, 500, "Something went wrong", "It has been logged; please try again.")
+
+
+CSRF_REFUSED = (
+    "This form was refused because its security token is missing or out of date, "
+    "so nothing was changed. Go back, reload the page and try again."
+)
+
+
+class UiRoute(APIRoute):
+    """A route whose errors become HTML pages (and sign-in redirects)."""
+
+    def get_route_handler(self) -> Handler:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:  # every error becomes a page
+                return error_page(request, exc)
+
+        return guarded
+
+
+def router() -> APIRouter:
+    """A router for settings-area pages: HTML errors, left out of the OpenAPI document."""
+    return APIRouter(
+        route_class=UiRoute, include_in_schema=False, default_response_class=HTMLResponse
+    )
+
+
+# -- forms -----------------------------------------------------------------------------------
+
+
+def field_errors(**checks: Callable[[], object]) -> dict[str, str]:
+    """Each field's message from the services' own checks, by field name (none: all good)."""
+    found = {}
+    for field, check in checks.items():
+        try:
+            check()
+        except errors.InvalidInput as exc:
+            found[field] = exc.detail
+    return found
+
+
+Step = Callable[[Session, Club], Response]
+Again = Callable[[Session, Club, dict[str, str]], Response]
+
+
+def form_step(
+    request: Request,
+    staff: web_sessions.SignedIn,
+    slug: str,
+    found: dict[str, str],
+    step: Step,
+    again: Again,
+    field: str = "form",
+) -> Response:
+    """Do ``step`` in one transaction on the user's club unless the fields already have
+    errors; an ``InvalidInput`` from a service rolls the step back and shows the form
+    ``again``, with the message beside ``field``."""
+    try:
+        with transaction(request) as session:
+            club = club_for(session, staff, slug)
+            return again(session, club, found) if found else step(session, club)
+    except errors.InvalidInput as exc:
+        with transaction(request) as session:
+            return again(session, club_for(session, staff, slug), {field: exc.detail})
+
+
+def wake_worker(request: Request) -> None:
+    """Tell the in-process worker (``serve`` on SQLite) that a delivery is due now."""
+    worker = request.state.worker
+    if worker is not None:
+        worker.wake()

@@ -1,0 +1,129 @@
+"""Club settings: the list of the user's clubs, and the API keys tab of Webhooks & API."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from clubwire import errors
+from clubwire.domain import scopes
+from clubwire.services import keys, users
+from clubwire.storage.models import ApiKey, Club
+from clubwire.web import ui_base
+from clubwire.web.ui_base import Posted, Staff
+
+
+class KeyForm(BaseModel):
+    """What the Create an API key form sends (and shows again when it has errors)."""
+
+    name: str = ""
+    scope: list[str] = []
+
+
+def router() -> APIRouter:
+    api = ui_base.router()
+    api.add_api_route("/settings", club_list, methods=["GET"])
+    api.add_api_route("/settings/{slug}", club_home, methods=["GET"])
+    api.add_api_route("/settings/{slug}/api-keys", keys_tab, methods=["GET"])
+    api.add_api_route("/settings/{slug}/api-keys", create_key, methods=["POST"])
+    api.add_api_route("/settings/{slug}/api-keys/{prefix}/revoke", revoke_form, methods=["GET"])
+    api.add_api_route("/settings/{slug}/api-keys/{prefix}/revoke", revoke_key, methods=["POST"])
+    return api
+
+
+def tab_url(club: Club, tab: str) -> str:
+    return f"/settings/{club.slug}/{tab}"
+
+
+def club_list(request: Request, staff: Staff) -> Response:
+    """The clubs this user manages; straight to the club when there is just one."""
+    with ui_base.transaction(request) as session:
+        managed = users.managed_clubs(session, staff.user)
+    if len(managed) == 1:
+        return ui_base.redirect(tab_url(managed[0], "webhooks"))
+    return ui_base.page(request, "clubs.html", clubs=managed)
+
+
+def club_home(request: Request, staff: Staff, slug: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = users.managed_club(session, staff.user, slug)
+    return ui_base.redirect(tab_url(club, "webhooks"))
+
+
+def keys_tab(request: Request, staff: Staff, slug: str) -> Response:
+    with ui_base.transaction(request) as session:
+        return _keys_page(request, session, ui_base.club_for(session, staff, slug))
+
+
+def create_key(
+    request: Request, staff: Posted, slug: str, form: Annotated[KeyForm, Form()]
+) -> Response:
+    """A new key, shown once on this very response (never stored, never redirected to)."""
+
+    def step(session: Session, club: Club) -> Response:
+        now = ui_base.now(request)
+        created, full_key = keys.create_key(session, club, form.scope, form.name, now)
+        return _keys_page(request, session, club, created=created, full_key=full_key)
+
+    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
+        return _keys_page(request, session, club, 422, form, found)
+
+    found = ui_base.field_errors(scopes=lambda: _check_scopes(form.scope))
+    # Once the scopes are right, the only check left in the service is the name's.
+    return ui_base.form_step(request, staff, slug, found, step, again, field="name")
+
+
+def _check_scopes(chosen: list[str]) -> None:
+    try:
+        scopes.normalise(chosen)
+    except scopes.UnknownScope as exc:
+        raise errors.InvalidInput(str(exc)) from None
+
+
+def _keys_page(
+    request: Request,
+    session: Session,
+    club: Club,
+    status: int = 200,
+    typed: KeyForm | None = None,
+    found: dict[str, str] | None = None,
+    created: ApiKey | None = None,
+    full_key: str | None = None,
+) -> Response:
+    return ui_base.page(
+        request,
+        "api_keys.html",
+        status,
+        club=club,
+        keys=keys.list_keys(session, club.id),
+        typed=typed or KeyForm(scope=[scopes.READ_PROGRAMS]),
+        errors=found or {},
+        created=created,
+        full_key=full_key,
+    )
+
+
+def revoke_form(request: Request, staff: Staff, slug: str, prefix: str) -> Response:
+    """Are you sure? (The same question without JavaScript as with it.)"""
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        key = _key(session, club, prefix)
+    return ui_base.page(request, "key_revoke.html", club=club, key=key)
+
+
+def revoke_key(request: Request, staff: Posted, slug: str, prefix: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        keys.revoke_key(session, club.id, prefix, ui_base.now(request))
+    return ui_base.redirect(f"{tab_url(club, 'api-keys')}#key-{prefix}")
+
+
+def _key(session: Session, club: Club, prefix: str) -> ApiKey:
+    for key in keys.list_keys(session, club.id):
+        if key.prefix == prefix:
+            return key
+    raise errors.NotFound(f"This club has no API key with the prefix {prefix!r}.")

@@ -1,0 +1,240 @@
+"""The Webhooks tab of Webhooks & API: endpoints, their switch, edit, delete, rotate secret."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from clubwire.services import deliveries, endpoints
+from clubwire.settings import Settings
+from clubwire.storage.models import Club, Delivery, Endpoint
+from clubwire.web import ui_base
+from clubwire.web.ui_base import Posted, Staff
+
+RECENT_DELIVERIES = 10
+ENDPOINT = "/settings/{slug}/webhooks/{endpoint_id}"
+
+
+class EndpointForm(BaseModel):
+    """What the Add and Edit forms of an endpoint send (and show again with errors)."""
+
+    url: str = ""
+    event: list[str] = []
+
+    def errors(self, settings: Settings) -> dict[str, str]:
+        """Each field's message from the services' own checks."""
+        return ui_base.field_errors(
+            url=lambda: endpoints.check_url(self.url, settings),
+            events=lambda: endpoints.subscribable(self.event),
+        )
+
+
+Filled = Annotated[EndpointForm, Form()]
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointView:
+    """An endpoint with its Recent deliveries panel and what re-enabling it could resend."""
+
+    endpoint: Endpoint
+    recent: Sequence[Delivery]
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tested:
+    """The outcome of Send test, in plain words, shown on the endpoint it was sent to."""
+
+    endpoint_id: str
+    ok: bool
+    text: str
+
+
+def router() -> APIRouter:
+    api = ui_base.router()
+    api.add_api_route("/settings/{slug}/webhooks", webhooks_tab, methods=["GET"])
+    api.add_api_route("/settings/{slug}/webhooks", create_endpoint, methods=["POST"])
+    api.add_api_route(f"{ENDPOINT}/edit", edit_form, methods=["GET"])
+    api.add_api_route(f"{ENDPOINT}/edit", update_endpoint, methods=["POST"])
+    api.add_api_route(f"{ENDPOINT}/delete", delete_form, methods=["GET"])
+    api.add_api_route(f"{ENDPOINT}/delete", delete_endpoint, methods=["POST"])
+    api.add_api_route(f"{ENDPOINT}/rotate", rotate_form, methods=["GET"])
+    api.add_api_route(f"{ENDPOINT}/rotate", rotate_secret, methods=["POST"])
+    api.add_api_route(f"{ENDPOINT}/enable", enable, methods=["POST"])
+    api.add_api_route(f"{ENDPOINT}/disable", disable, methods=["POST"])
+    return api
+
+
+def tab_url(club: Club, endpoint_id: str | None = None) -> str:
+    anchor = f"#endpoint-{endpoint_id}" if endpoint_id else ""
+    return f"/settings/{club.slug}/webhooks{anchor}"
+
+
+def views(session: Session, club_id: str) -> list[EndpointView]:
+    return [
+        EndpointView(
+            endpoint,
+            deliveries.list_deliveries(session, club_id, endpoint.id, limit=RECENT_DELIVERIES),
+            0 if endpoint.enabled else endpoints.count_skipped(session, club_id, endpoint.id),
+        )
+        for endpoint in endpoints.list_endpoints(session, club_id)
+    ]
+
+
+def webhooks_page(
+    request: Request,
+    session: Session,
+    club: Club,
+    status: int = 200,
+    *,
+    typed: EndpointForm | None = None,
+    found: dict[str, str] | None = None,
+    secret: tuple[Endpoint, str] | None = None,
+    rotated: bool = False,
+    tested: Tested | None = None,
+) -> Response:
+    """The tab; ``secret`` is a signing secret to show once (new, or ``rotated``), ``tested``
+    a Send test outcome."""
+    return ui_base.page(
+        request,
+        "webhooks.html",
+        status,
+        club=club,
+        endpoints=views(session, club.id),
+        typed=typed or EndpointForm(),
+        errors=found or {},
+        secret=secret,
+        rotated=rotated,
+        tested=tested,
+    )
+
+
+def webhooks_tab(request: Request, staff: Staff, slug: str) -> Response:
+    with ui_base.transaction(request) as session:
+        return webhooks_page(request, session, ui_base.club_for(session, staff, slug))
+
+
+def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) -> Response:
+    """A new endpoint; its signing secret is shown once, on this very response."""
+    settings = ui_base.settings_of(request)
+
+    def step(session: Session, club: Club) -> Response:
+        now = ui_base.now(request)
+        created = endpoints.create_endpoint(session, club, form.url, form.event, now, settings)
+        return webhooks_page(request, session, club, secret=created)
+
+    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
+        return webhooks_page(request, session, club, 422, typed=form, found=found)
+
+    return ui_base.form_step(request, staff, slug, form.errors(settings), step, again)
+
+
+def edit_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+    typed = EndpointForm(url=endpoint.url, event=endpoint.events.split())
+    return _edit_page(request, club, endpoint, typed)
+
+
+def _edit_page(
+    request: Request,
+    club: Club,
+    endpoint: Endpoint,
+    typed: EndpointForm,
+    found: dict[str, str] | None = None,
+) -> Response:
+    status = 422 if found else 200
+    return ui_base.page(
+        request,
+        "endpoint_edit.html",
+        status,
+        club=club,
+        endpoint=endpoint,
+        typed=typed,
+        errors=found or {},
+    )
+
+
+def update_endpoint(
+    request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled
+) -> Response:
+    settings = ui_base.settings_of(request)
+
+    def step(session: Session, club: Club) -> Response:
+        now = ui_base.now(request)
+        endpoints.update_endpoint(
+            session, club.id, endpoint_id, now, settings, form.url, form.event
+        )
+        return ui_base.redirect(tab_url(club, endpoint_id))
+
+    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
+        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+        return _edit_page(request, club, endpoint, form, found)
+
+    return ui_base.form_step(request, staff, slug, form.errors(settings), step, again)
+
+
+def _confirm(request: Request, staff: Staff, slug: str, endpoint_id: str, name: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+    return ui_base.page(request, name, club=club, endpoint=endpoint)
+
+
+def delete_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
+    return _confirm(request, staff, slug, endpoint_id, "endpoint_delete.html")
+
+
+def delete_endpoint(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        endpoints.delete_endpoint(session, club.id, endpoint_id)
+    return ui_base.redirect(tab_url(club))
+
+
+def rotate_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
+    return _confirm(request, staff, slug, endpoint_id, "endpoint_rotate.html")
+
+
+def rotate_secret(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
+    """A new signing secret, shown once on this response; the old one stops at once."""
+    settings = ui_base.settings_of(request)
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        now = ui_base.now(request)
+        secret = endpoints.rotate_secret(session, club.id, endpoint_id, now, settings)
+        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+        return webhooks_page(request, session, club, secret=(endpoint, secret), rotated=True)
+
+
+def enable(
+    request: Request,
+    staff: Posted,
+    slug: str,
+    endpoint_id: str,
+    resend_skipped: Annotated[str, Form()] = "",
+) -> Response:
+    """Switch on (dead in a row back to 0), resending what was skipped if asked to."""
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        now = ui_base.now(request)
+        _, resent = endpoints.enable_endpoint(
+            session, club.id, endpoint_id, now, resend_skipped == "yes"
+        )
+    if resent:
+        ui_base.wake_worker(request)
+    return ui_base.redirect(tab_url(club, endpoint_id))
+
+
+def disable(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        endpoints.disable_endpoint(session, club.id, endpoint_id, ui_base.now(request))
+    return ui_base.redirect(tab_url(club, endpoint_id))

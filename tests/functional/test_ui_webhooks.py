@@ -1,0 +1,257 @@
+"""The Webhooks tab: endpoints created (secret shown once), edited, switched, rotated, deleted."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import deliveries as rules
+from clubwire.services import clubs, endpoints, events
+from clubwire.settings import Settings
+from clubwire.storage.models import Delivery, Endpoint
+from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
+from tests.functional.ui_pages import Browser, browser, make_staff, part
+
+ADMIN = "admin@granite.example"
+TAB = "/settings/granite/webhooks"
+URL = "https://127.0.0.1:9/hooks"
+HOSTILE_URL = "https://127.0.0.1:9/<script>alert(1)</script>?q=<script>alert(1)</script>"
+SECRET = re.compile(r"whsec_[0-9A-Za-z]+")
+
+
+@pytest.fixture
+def hooks(settings: Settings) -> Settings:
+    return receiver_settings(settings)
+
+
+@pytest.fixture
+def web(hooks: Settings, sessions: sessionmaker[Session]) -> Iterator[Browser]:
+    with sessions.begin() as session:
+        make_club(session, "granite")
+        make_club(session, "rocks")
+    make_staff(sessions, ADMIN, clubs=["granite"])
+    with browser(hooks) as web:
+        web.sign_in(ADMIN)
+        web.get(TAB)
+        yield web
+
+
+def _endpoints(sessions: sessionmaker[Session], slug: str = "granite") -> list[Endpoint]:
+    with sessions() as session:
+        return list(endpoints.list_endpoints(session, clubs.get_club(session, slug).id))
+
+
+def _theirs(sessions: sessionmaker[Session], hooks: Settings) -> Endpoint:
+    with sessions.begin() as session:
+        endpoint, _ = make_endpoint(session, clubs.get_club(session, "rocks"), hooks)
+        return endpoint
+
+
+def _create(web: Browser, url: str = URL, *kinds: str) -> str:
+    chosen = list(kinds or ["registration.created"])
+    return web.post(TAB, {"url": url, "event": chosen}).text
+
+
+def test_a_new_endpoint_shows_its_signing_secret_once(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    created = web.post(TAB, {"url": URL, "event": ["registration.created", "game.updated"]})
+    assert created.status_code == 200
+    assert created.headers["cache-control"] == "no-store"
+    (secret,) = SECRET.findall(created.text)
+    assert created.text.count(secret) == 1
+    assert "Copy it now." in created.text
+    (endpoint,) = _endpoints(sessions)
+    assert (endpoint.url, endpoint.events) == (URL, "registration.created game.updated")
+    later = "".join(
+        web.get(f"{TAB}/{endpoint.id}/{page}").text for page in ("edit", "rotate", "delete")
+    )
+    assert not SECRET.search(later + web.get(TAB).text)
+
+
+def test_the_tab_shows_each_endpoints_health(web: Browser, sessions: sessionmaker[Session]) -> None:
+    _create(web, URL, "registration.created", "payment.completed")
+    with sessions.begin() as session:
+        endpoint = session.scalars(select(Endpoint)).one()
+        endpoint.last_delivery_at, endpoint.last_response_code = EPOCH, 502
+        endpoint.dead_in_a_row = 3
+    card = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}"', "</article>")
+    assert f"<code>{URL}</code>" in card
+    assert "registration.created, payment.completed" in card
+    assert 'role="switch" aria-checked="true"' in card
+    assert "2026-01-05 12:00:00 UTC</time>, response code 502" in card
+    assert "<dd>3 of 5</dd>" in card
+
+
+def test_an_endpoint_form_with_errors_keeps_the_input_and_says_why(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    response = web.post(TAB, {"url": "http://example.com/hooks"})
+    assert response.status_code == 422
+    assert 'id="new-endpoint-url-error"' in response.text
+    assert "URL must use https://" in response.text
+    assert 'value="http://example.com/hooks"' in response.text
+    assert 'aria-describedby="new-endpoint-url-hint new-endpoint-url-error"' in response.text
+    assert 'id="new-endpoint-events-error"' in response.text
+    assert "Subscribe to at least one event" in response.text
+    kept = web.post(TAB, {"url": "ftp://x", "event": ["game.updated"]})
+    assert 'value="game.updated" checked' in kept.text
+    assert _endpoints(sessions) == []
+
+
+def test_hostile_urls_are_escaped(web: Browser) -> None:
+    created = _create(web, HOSTILE_URL)
+    for page in (created, web.get(TAB).text):
+        assert "<script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_an_endpoint_is_edited(web: Browser, sessions: sessionmaker[Session]) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    form = web.get(f"{TAB}/{endpoint.id}/edit")
+    assert f'value="{URL}"' in form.text
+    assert 'value="registration.created" checked' in form.text
+    changed = {"url": "https://127.0.0.1:9/other", "event": ["game.updated", "member.updated"]}
+    response = web.post(f"{TAB}/{endpoint.id}/edit", changed)
+    assert response.status_code == 303
+    assert response.headers["location"] == f"{TAB}#endpoint-{endpoint.id}"
+    (edited,) = _endpoints(sessions)
+    assert (edited.url, edited.events) == (
+        "https://127.0.0.1:9/other",
+        "game.updated member.updated",
+    )
+
+
+def test_an_edit_with_errors_changes_nothing(web: Browser, sessions: sessionmaker[Session]) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    bad = {"url": "https://127.0.0.1:9/fine", "event": ["ping"]}
+    response = web.post(f"{TAB}/{endpoint.id}/edit", bad)
+    assert response.status_code == 422
+    assert "ping cannot be subscribed to" in response.text
+    assert 'value="https://127.0.0.1:9/fine"' in response.text
+    assert _endpoints(sessions)[0].url == URL
+
+
+def test_deleting_asks_first(web: Browser, sessions: sessionmaker[Session]) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    confirm = web.get(f"{TAB}/{endpoint.id}/delete")
+    assert "Delete the endpoint" in confirm.text
+    assert '<button type="submit" class="danger">Delete endpoint</button>' in confirm.text
+    assert _endpoints(sessions) != []
+    response = web.post(f"{TAB}/{endpoint.id}/delete")
+    assert (response.status_code, response.headers["location"]) == (303, TAB)
+    assert _endpoints(sessions) == []
+
+
+def test_rotating_warns_then_shows_the_new_secret_once(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    (old,) = SECRET.findall(_create(web))
+    (endpoint,) = _endpoints(sessions)
+    confirm = web.get(f"{TAB}/{endpoint.id}/rotate")
+    assert "The old secret stops working at once." in confirm.text
+    assert not SECRET.search(confirm.text)
+    rotated = web.post(f"{TAB}/{endpoint.id}/rotate")
+    assert rotated.status_code == 200
+    assert rotated.headers["cache-control"] == "no-store"
+    (new,) = SECRET.findall(rotated.text)
+    assert new != old
+    assert "The old secret has stopped working." in rotated.text
+    assert _endpoints(sessions)[0].secret_sealed != endpoint.secret_sealed
+
+
+def test_the_enabled_switch(web: Browser, sessions: sessionmaker[Session]) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    off = web.post(f"{TAB}/{endpoint.id}/disable")
+    assert (off.status_code, off.headers["location"]) == (303, f"{TAB}#endpoint-{endpoint.id}")
+    assert not _endpoints(sessions)[0].enabled
+    card = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}"', "</article>")
+    assert 'role="switch" aria-checked="false"' in card
+    assert "Switched off by a user, since <time" in card
+    web.post(f"{TAB}/{endpoint.id}/enable")
+    assert _endpoints(sessions)[0].enabled
+
+
+def _switched_off_with_skipped(sessions: sessionmaker[Session], endpoint_id: str) -> None:
+    """What the worker leaves after five dead deliveries, then two events while it is off."""
+    with sessions.begin() as session:
+        club = clubs.get_club(session, "granite")
+        endpoints.disable_endpoint(session, club.id, endpoint_id, EPOCH, rules.SWITCHED_OFF_REASON)
+        session.get_one(Endpoint, endpoint_id).dead_in_a_row = 5
+        for _ in range(2):
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+
+
+def _statuses(sessions: sessionmaker[Session]) -> list[str]:
+    with sessions() as session:
+        return list(session.scalars(select(Delivery.status)))
+
+
+def test_a_switched_off_endpoint_says_why_and_offers_to_resend(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    _switched_off_with_skipped(sessions, endpoint.id)
+    card = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}"', "</article>")
+    assert "Switched off after 5 dead deliveries in a row, since" in card
+    assert '<time datetime="2026-01-05T12:00:00.000Z">' in card
+    assert "<dd>5 of 5</dd>" in card
+    assert "Also send the 2 deliveries skipped while it was off" in card
+    assert 'name="resend_skipped" value="yes"' in card
+    web.post(f"{TAB}/{endpoint.id}/enable", {"resend_skipped": "yes"})
+    (enabled,) = _endpoints(sessions)
+    assert (enabled.enabled, enabled.dead_in_a_row, enabled.disabled_reason) == (True, 0, None)
+    assert _statuses(sessions) == ["pending", "pending"]
+
+
+def test_re_enabling_without_the_offer_leaves_skipped_deliveries_alone(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    _switched_off_with_skipped(sessions, endpoint.id)
+    web.post(f"{TAB}/{endpoint.id}/enable")
+    assert _endpoints(sessions)[0].enabled
+    assert _statuses(sessions) == ["skipped", "skipped"]
+
+
+@pytest.mark.parametrize(
+    ("method", "action"),
+    [
+        ("get", "edit"),
+        ("post", "edit"),
+        ("get", "delete"),
+        ("post", "delete"),
+        ("get", "rotate"),
+        ("post", "rotate"),
+        ("post", "disable"),
+        ("post", "enable"),
+        ("post", "test"),
+    ],
+)
+def test_another_clubs_endpoint_is_not_found_and_unchanged(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings, method: str, action: str
+) -> None:
+    theirs = _theirs(sessions, hooks)
+    url = f"{TAB}/{theirs.id}/{action}"
+    form = {"url": "https://127.0.0.1:9/mine", "event": ["game.updated"]}
+    response = web.get(url) if method == "get" else web.post(url, form)
+    assert response.status_code == 404
+    assert web.get(f"/settings/rocks/webhooks/{theirs.id}/{action}").status_code in (404, 405)
+    (unchanged,) = _endpoints(sessions, "rocks")
+    assert (unchanged.url, unchanged.events, unchanged.enabled) == (
+        theirs.url,
+        theirs.events,
+        theirs.enabled,
+    )
+    assert unchanged.secret_sealed == theirs.secret_sealed
+    assert _statuses(sessions) == []
