@@ -3,7 +3,8 @@
 At most ``max_in_flight`` attempts run at once, and at most ``max_in_flight_per_endpoint``
 to one endpoint, so one slow endpoint cannot starve the others: endpoints at their limit
 are left out of the next claim. Results are recorded in batches by one task. Database work
-runs on one thread of its own; PostgreSQL workers are woken by ``LISTEN/NOTIFY``.
+runs on a thread of its own (on PostgreSQL, claims and records on one each); PostgreSQL
+workers are woken by ``LISTEN/NOTIFY``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ class Worker:
         self._schedule = RetrySchedule(settings.retry_schedule)
         self._lease = timedelta(seconds=settings.lease_seconds)
         self._db = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
+        # PostgreSQL: records overlap claims (they touch disjoint deliveries). SQLite has one
+        # writer anyway, so both share the one thread there.
+        self._record_db = (
+            self._db
+            if settings.is_sqlite
+            else ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
+        )
         self._per_endpoint: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._results: list[dispatch.Result] = []
@@ -80,6 +88,7 @@ class Worker:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
             self._db.shutdown(wait=True)
+            self._record_db.shutdown(wait=True)
 
     def wake(self) -> None:
         """Look for due deliveries now (a publish in this process)."""
@@ -92,14 +101,14 @@ class Worker:
         limit = self._settings.max_in_flight_per_endpoint
         busy = [endpoint for endpoint, n in self._per_endpoint.items() if n >= limit]
         try:
-            jobs = await self._in_db(self._claim, min(free, CLAIM_BATCH), busy)
+            jobs = await self._in_db(self._db, self._claim, min(free, CLAIM_BATCH), busy)
         except Exception:
             log.exception("claiming due deliveries failed; trying again shortly")
             await asyncio.sleep(RETRY_AFTER_ERROR)
             return 0
         excess = [job for job in jobs if not self._start(job, limit)]
         if excess:
-            await self._in_db(self._release, excess)
+            await self._in_db(self._db, self._release, excess)
         return len(jobs) - len(excess)
 
     def _start(self, job: dispatch.Job, limit: int) -> bool:
@@ -151,7 +160,7 @@ class Worker:
                 return
             batch, self._results = self._results, []
             try:
-                await self._in_db(self._record, batch)
+                await self._in_db(self._record_db, self._record, batch)
             except BaseException:
                 self._results[:0] = batch
                 raise
@@ -170,9 +179,15 @@ class Worker:
                 log.warning("LISTEN connection lost; polling until it is back")
                 await asyncio.sleep(RETRY_AFTER_ERROR)
 
-    async def _in_db(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def _in_db(
+        self,
+        executor: ThreadPoolExecutor,
+        function: Callable[P, T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db, lambda: function(*args, **kwargs))
+        return await loop.run_in_executor(executor, lambda: function(*args, **kwargs))
 
     def _claim(self, limit: int, busy: list[str]) -> list[dispatch.Job]:
         with self._transaction() as session:
