@@ -41,10 +41,10 @@ def prepare_database(current: Settings) -> None:
 
 
 @contextmanager
-def session_factory(current: Settings) -> Iterator[sessionmaker[Session]]:
+def session_factory(current: Settings, worker: bool = False) -> Iterator[sessionmaker[Session]]:
     """Sessions on a ready database (the embedded SQLite is migrated on the spot)."""
     prepare_database(current)
-    engine = database.engine_for(current)
+    engine = database.engine_for(current, worker)
     try:
         yield database.sessions(engine)
     finally:

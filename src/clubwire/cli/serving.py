@@ -60,7 +60,7 @@ async def _work(current: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    with session_factory(current) as sessions:
+    with session_factory(current, worker=True) as sessions:
         async with running.running(current, sessions):
             click.echo("clubwire worker: delivering webhooks; Ctrl-C stops.", err=True)
             await stop.wait()

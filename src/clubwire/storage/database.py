@@ -19,10 +19,18 @@ SQLITE_PRAGMAS = (
 )
 
 
-def engine_for(settings: Settings) -> Engine:
+# A worker's PostgreSQL connections: no ping before each use (a dead connection fails one
+# claim or record, which is retried), and commits that do not wait for the WAL flush (a
+# claim or record lost in a server crash only means a delivery sent again; ADR 0004).
+WORKER_POSTGRES_OPTIONS = {"options": "-c synchronous_commit=off"}
+
+
+def engine_for(settings: Settings, worker: bool = False) -> Engine:
     """An engine for the configured database; SQLite gets WAL and foreign keys."""
     url = make_url(settings.sqlalchemy_url)
     if url.get_backend_name() != "sqlite":
+        if worker:
+            return create_engine(url, connect_args=WORKER_POSTGRES_OPTIONS, pool_recycle=300)
         return create_engine(url, pool_pre_ping=True)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)

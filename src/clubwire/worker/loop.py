@@ -12,14 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
 import psycopg
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -190,23 +188,13 @@ class Worker:
         return await loop.run_in_executor(executor, lambda: function(*args, **kwargs))
 
     def _claim(self, limit: int, busy: list[str]) -> list[dispatch.Job]:
-        with self._transaction() as session:
+        with self._sessions.begin() as session:
             return dispatch.claim(session, self._clock(), limit, self._lease, busy)
 
     def _release(self, jobs: list[dispatch.Job]) -> None:
-        with self._transaction() as session:
+        with self._sessions.begin() as session:
             dispatch.release(session, jobs)
 
     def _record(self, results: list[dispatch.Result]) -> None:
-        with self._transaction() as session:
-            dispatch.record(session, results, self._schedule, self._clock())
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Session]:
-        """A worker transaction. On PostgreSQL its commit does not wait for the WAL flush: a
-        claim or record lost in a server crash means a delivery sent again (at least once),
-        never one lost. Publishing keeps full durability."""
         with self._sessions.begin() as session:
-            if not self._settings.is_sqlite:
-                session.execute(text("SET LOCAL synchronous_commit = off"))
-            yield session
+            dispatch.record(session, results, self._schedule, self._clock())
