@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -63,6 +63,10 @@ class Worker:
             else ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
         )
         self._per_endpoint: Counter[str] = Counter()
+        # Claimed jobs waiting for room at their endpoint: at most the per-endpoint limit, so
+        # each waits at most one attempt (well inside its lease) and freed room is refilled
+        # without a database round trip.
+        self._backlog: defaultdict[str, deque[dispatch.Job]] = defaultdict(deque)
         self._tasks: set[asyncio.Task[None]] = set()
         self._results: list[dispatch.Result] = []
         self._flushing = asyncio.Lock()
@@ -78,8 +82,7 @@ class Worker:
             while not stop.is_set():
                 if not await self._claim_round():
                     await self._idle(stop)
-            if self._tasks:
-                await asyncio.wait(self._tasks, timeout=self._settings.attempt_timeout + 5)
+            await self._finish_claimed()
             await self._flush()
         finally:
             for helper in helpers:
@@ -87,6 +90,13 @@ class Worker:
             await asyncio.gather(*helpers, return_exceptions=True)
             self._db.shutdown(wait=True)
             self._record_db.shutdown(wait=True)
+
+    async def _finish_claimed(self) -> None:
+        """Finish what is in flight and what waits behind it (at most one attempt deep)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2 * self._settings.attempt_timeout + 5
+        while self._tasks and loop.time() < deadline:
+            await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
 
     def wake(self) -> None:
         """Look for due deliveries now (a publish in this process)."""
@@ -97,26 +107,40 @@ class Worker:
         if free <= 0:
             return 0
         limit = self._settings.max_in_flight_per_endpoint
-        busy = [endpoint for endpoint, n in self._per_endpoint.items() if n >= limit]
+        busy = [endpoint for endpoint, queue in self._backlog.items() if len(queue) >= limit]
+        size = min(free, CLAIM_BATCH, max(self._known_room(limit), limit))
         try:
-            jobs = await self._in_db(self._db, self._claim, min(free, CLAIM_BATCH), busy)
+            jobs = await self._in_db(self._db, self._claim, size, busy)
         except Exception:
             log.exception("claiming due deliveries failed; trying again shortly")
             await asyncio.sleep(RETRY_AFTER_ERROR)
             return 0
-        excess = [job for job in jobs if not self._start(job, limit)]
+        excess = [job for job in jobs if not self._take(job, limit)]
         if excess:
             await self._in_db(self._db, self._release, excess)
         return len(jobs) - len(excess)
 
-    def _start(self, job: dispatch.Job, limit: int) -> bool:
-        if self._per_endpoint[job.endpoint_id] >= limit:
-            return False
+    def _known_room(self, limit: int) -> int:
+        """Jobs the endpoints already in play can still take (in flight or waiting)."""
+        known = set(self._per_endpoint) | set(self._backlog)
+        return sum(2 * limit - self._per_endpoint[e] - len(self._backlog.get(e, ())) for e in known)
+
+    def _take(self, job: dispatch.Job, limit: int) -> bool:
+        """Start the job, or keep it waiting for room at its endpoint; False: no room at all."""
+        if self._per_endpoint[job.endpoint_id] < limit:
+            self._start(job)
+            return True
+        waiting = self._backlog[job.endpoint_id]
+        if len(waiting) < limit:
+            waiting.append(job)
+            return True
+        return False
+
+    def _start(self, job: dispatch.Job) -> None:
         self._per_endpoint[job.endpoint_id] += 1
         task = asyncio.create_task(self._attempt(job))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return True
 
     async def _attempt(self, job: dispatch.Job) -> None:
         try:
@@ -128,10 +152,19 @@ class Worker:
         else:
             self._results.append(result)
         finally:
-            self._per_endpoint[job.endpoint_id] -= 1
-            if not self._per_endpoint[job.endpoint_id]:
-                del self._per_endpoint[job.endpoint_id]
+            self._next_at(job.endpoint_id)
             self._wake.set()
+
+    def _next_at(self, endpoint_id: str) -> None:
+        """An attempt to this endpoint ended: start the next one waiting, if any."""
+        self._per_endpoint[endpoint_id] -= 1
+        waiting = self._backlog.get(endpoint_id)
+        if waiting:
+            self._start(waiting.popleft())
+            if not waiting:
+                del self._backlog[endpoint_id]
+        elif not self._per_endpoint[endpoint_id]:
+            del self._per_endpoint[endpoint_id]
 
     async def _idle(self, stop: asyncio.Event) -> None:
         self._wake.clear()
