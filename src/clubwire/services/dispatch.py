@@ -11,9 +11,21 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Boolean, Integer, Table, bindparam, case, insert, or_, select, update
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Integer,
+    ScalarSelect,
+    Table,
+    bindparam,
+    case,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
@@ -73,6 +85,7 @@ _events = cast(Table, Event.__table__)
 _endpoints = cast(Table, Endpoint.__table__)
 _clubs = cast(Table, Club.__table__)
 _attempts = cast(Table, Attempt.__table__)
+_d = _deliveries.c
 
 
 def claim(
@@ -94,45 +107,56 @@ def claim(
     if busy_endpoints:
         due = due.where(d.endpoint_id.not_in(busy_endpoints))
     lease_until = now + lease
-    leased = update(_deliveries).where(d.id.in_(due.scalar_subquery()))
-    ids = (
-        session.connection()
-        .execute(leased.values(lease_until=lease_until).returning(d.id))
-        .scalars()
-        .all()
+    leased = (
+        update(_deliveries)
+        .where(d.id.in_(due.scalar_subquery()))
+        .values(lease_until=lease_until)
+        .returning(*_JOB_COLUMNS)
     )
-    return _jobs(session, ids, lease_until, now) if ids else []
+    rows = session.connection().execute(leased).all()
+    return _jobs(session, rows, lease_until, now) if rows else []
 
 
-_JOB_SOURCE = (
-    _deliveries.join(_events, _events.c.id == _deliveries.c.event_id)
-    .join(_endpoints, _endpoints.c.id == _deliveries.c.endpoint_id)
-    .join(_clubs, _clubs.c.id == _deliveries.c.club_id)
-)
+def _through(key: Column[str], column: Column[Any]) -> ScalarSelect[Any]:
+    """``column`` of the row that the delivery's ``key`` points at."""
+    return select(column).where(column.table.c.id == key).scalar_subquery()
+
+
+# What an attempt needs, returned by the claim itself: one statement, one round trip.
 _JOB_COLUMNS = (
-    _deliveries.c.id,
-    _deliveries.c.club_id,
-    _deliveries.c.endpoint_id,
-    _events.c.kind,
-    _endpoints.c.url,
-    _endpoints.c.secret_sealed,
-    _events.c.body,
-    _deliveries.c.status,
-    _deliveries.c.attempt,
-    _deliveries.c.next_trigger,
-    _endpoints.c.enabled,
-    _clubs.c.webhooks_enabled,
+    _d.id,
+    _d.club_id,
+    _d.endpoint_id,
+    _through(_d.event_id, _events.c.kind),
+    _through(_d.endpoint_id, _endpoints.c.url),
+    _through(_d.endpoint_id, _endpoints.c.secret_sealed),
+    _through(_d.event_id, _events.c.body),
+    _d.status,
+    _d.attempt,
+    _d.next_trigger,
+    _through(_d.endpoint_id, _endpoints.c.enabled),
+    _through(_d.club_id, _clubs.c.webhooks_enabled),
 )
 
 
-def _jobs(session: Session, ids: Sequence[str], lease_until: datetime, now: datetime) -> list[Job]:
-    query = select(*_JOB_COLUMNS).select_from(_JOB_SOURCE).where(_deliveries.c.id.in_(ids))
+def _jobs(session: Session, rows: Sequence[Any], lease_until: datetime, now: datetime) -> list[Job]:
     jobs, stopped = [], []
-    for row in session.connection().execute(query):
-        delivery_id, club_id, endpoint_id, kind, url, sealed, body, status, attempts, trigger = row[
-            :10
-        ]
-        if not (row.enabled and row.webhooks_enabled):
+    for row in rows:
+        (
+            delivery_id,
+            club_id,
+            endpoint_id,
+            kind,
+            url,
+            sealed,
+            body,
+            status,
+            attempts,
+            trigger,
+            enabled,
+            on,
+        ) = row
+        if not (enabled and on):
             stopped.append(delivery_id)
             continue
         jobs.append(

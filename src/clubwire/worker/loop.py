@@ -1,8 +1,9 @@
 """The delivery loop: claim → attempt → record, concurrently, in batches.
 
 At most ``max_in_flight`` attempts run at once, and at most ``max_in_flight_per_endpoint``
-to one endpoint, so one slow endpoint cannot starve the others: endpoints at their limit
-are left out of the next claim. Results are recorded in batches by one task. Database work
+to one endpoint, so one slow endpoint cannot starve the others. Jobs claimed beyond an
+endpoint's limit wait in a short backlog in memory; endpoints whose backlog is full are left
+out of the next claim. Results are recorded in batches by one task. Database work
 runs on a thread of its own (on PostgreSQL, claims and records on one each); PostgreSQL
 workers are woken by ``LISTEN/NOTIFY``.
 """
@@ -35,9 +36,17 @@ RECORD_INTERVAL = 0.02
 POLL_SQLITE = 0.025
 POLL_POSTGRES = 1.0
 RETRY_AFTER_ERROR = 1.0
+BACKLOG_ROUNDS = 2
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def backlog_rounds(settings: Settings) -> int:
+    """Rounds of attempts a claimed job may wait behind at its endpoint: up to
+    ``BACKLOG_ROUNDS``, so long as waiting and then its own attempt end inside its lease."""
+    rounds = int(settings.lease_seconds // settings.attempt_timeout) - 1
+    return max(0, min(BACKLOG_ROUNDS, rounds))
 
 
 class Worker:
@@ -63,10 +72,12 @@ class Worker:
             else ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
         )
         self._per_endpoint: Counter[str] = Counter()
-        # Claimed jobs waiting for room at their endpoint: at most the per-endpoint limit, so
-        # each waits at most one attempt (well inside its lease) and freed room is refilled
-        # without a database round trip.
+        # Claimed jobs waiting for room at their endpoint, so freed room is refilled without a
+        # database round trip and claims come in fewer, larger batches. At most ``_waiting``
+        # per endpoint: each waits at most that many rounds of attempts, and its own attempt
+        # still ends inside its lease.
         self._backlog: defaultdict[str, deque[dispatch.Job]] = defaultdict(deque)
+        self._waiting = settings.max_in_flight_per_endpoint * backlog_rounds(settings)
         self._tasks: set[asyncio.Task[None]] = set()
         self._results: list[dispatch.Result] = []
         self._flushing = asyncio.Lock()
@@ -82,7 +93,7 @@ class Worker:
             while not stop.is_set():
                 if not await self._claim_round():
                     await self._idle(stop)
-            await self._finish_claimed()
+            await self._finish_in_flight()
             await self._flush()
         finally:
             for helper in helpers:
@@ -91,10 +102,14 @@ class Worker:
             self._db.shutdown(wait=True)
             self._record_db.shutdown(wait=True)
 
-    async def _finish_claimed(self) -> None:
-        """Finish what is in flight and what waits behind it (at most one attempt deep)."""
+    async def _finish_in_flight(self) -> None:
+        """Finish the attempts in flight; give the waiting jobs back for others to take now."""
+        waiting = [job for queue in self._backlog.values() for job in queue]
+        self._backlog.clear()
+        if waiting:
+            await self._in_db(self._db, self._release, waiting)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 2 * self._settings.attempt_timeout + 5
+        deadline = loop.time() + self._settings.attempt_timeout + 5
         while self._tasks and loop.time() < deadline:
             await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
 
@@ -107,7 +122,7 @@ class Worker:
         if free <= 0:
             return 0
         limit = self._settings.max_in_flight_per_endpoint
-        busy = [endpoint for endpoint, queue in self._backlog.items() if len(queue) >= limit]
+        busy = [e for e, queue in self._backlog.items() if len(queue) >= self._waiting]
         size = min(free, CLAIM_BATCH, max(self._known_room(limit), limit))
         try:
             jobs = await self._in_db(self._db, self._claim, size, busy)
@@ -123,16 +138,16 @@ class Worker:
     def _known_room(self, limit: int) -> int:
         """Jobs the endpoints already in play can still take (in flight or waiting)."""
         known = set(self._per_endpoint) | set(self._backlog)
-        return sum(2 * limit - self._per_endpoint[e] - len(self._backlog.get(e, ())) for e in known)
+        most = limit + self._waiting
+        return sum(most - self._per_endpoint[e] - len(self._backlog.get(e, ())) for e in known)
 
     def _take(self, job: dispatch.Job, limit: int) -> bool:
         """Start the job, or keep it waiting for room at its endpoint; False: no room at all."""
         if self._per_endpoint[job.endpoint_id] < limit:
             self._start(job)
             return True
-        waiting = self._backlog[job.endpoint_id]
-        if len(waiting) < limit:
-            waiting.append(job)
+        if len(self._backlog.get(job.endpoint_id, ())) < self._waiting:
+            self._backlog[job.endpoint_id].append(job)
             return True
         return False
 
