@@ -1,4 +1,5 @@
-"""A real HTTPS webhook receiver for tests: trustme TLS, its own thread and event loop.
+"""A real HTTPS webhook receiver for tests: its own thread and event loop, and TLS from a
+local CA of the test's own (``clubwire.receiving``, as ``clubwire listen`` uses).
 
 Each test picks what it answers (``status``, ``delay``, or ``hang``) and reads back what
 arrived. Modelled on Svix's test receiver.
@@ -7,7 +8,6 @@ arrived. Modelled on Svix's test receiver.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -15,8 +15,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import trustme
 from aiohttp import web
+
+from clubwire import receiving
+from clubwire.receiving import Authority
+
+__all__ = ["Authority", "Received", "Receiver", "authority", "serving"]
 
 
 @dataclass(frozen=True)
@@ -56,24 +60,9 @@ class Receiver:
         return web.Response(status=self.status, text=f"answered {self.status}")
 
 
-@dataclass(frozen=True)
-class Authority:
-    """A test CA and the PEM file a client trusts it by (``CLUBWIRE_CA_BUNDLE``)."""
-
-    ca: trustme.CA
-    bundle: Path
-
-    def server_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.ca.issue_cert("localhost", "127.0.0.1", "::1").configure_cert(context)
-        return context
-
-
 def authority(folder: Path) -> Authority:
-    ca = trustme.CA()
-    bundle = folder / "test-ca.pem"
-    ca.cert_pem.write_to_path(str(bundle))
-    return Authority(ca, bundle)
+    """A CA of the test's own (``bundle`` is what ``CLUBWIRE_CA_BUNDLE`` names)."""
+    return receiving.authority(folder / receiving.TLS_FOLDER)
 
 
 async def _shut(runner: web.AppRunner) -> None:

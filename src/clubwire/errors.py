@@ -67,6 +67,12 @@ class NotMigrated(ClubwireError):
     code = "not_migrated"
 
 
+class DatabaseUnreachable(ClubwireError):
+    """The database cannot be reached."""
+
+    code = "database_unreachable"
+
+
 class AlreadyRunning(ClubwireError):
     """Another clubwire worker is already running on this SQLite database; on SQLite exactly
     one runs (use PostgreSQL to run several)."""

@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 
 import uvicorn
 
+from clubwire import logs
 from clubwire.settings import Settings
-from clubwire.web.app import create_app
+from clubwire.web.app import Service, create_app
 
 
-def run(settings: Settings, host: str, port: int) -> None:
-    """Serve until interrupted; on SQLite a webhook worker runs in this process too.
+def run(settings: Settings, host: str, port: int, services: Sequence[Service] = ()) -> None:
+    """Serve until interrupted; on SQLite a webhook worker runs in this process too, and
+    ``services`` (``create_app``) run beside it.
 
-    Access logs are off: clubwire writes its own, without secrets.
+    Access logs are off: clubwire writes its own, JSON lines without secrets.
     """
+    logs.configure(settings.log_level)
     config = uvicorn.Config(
-        create_app(settings, run_worker=settings.is_sqlite),
+        create_app(settings, run_worker=settings.is_sqlite, services=services),
         host=host,
         port=port,
         loop="uvloop",
         http="httptools",
         access_log=False,
+        log_config=None,
         log_level="info",
         server_header=False,
     )

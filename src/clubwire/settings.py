@@ -13,7 +13,7 @@ import pydantic
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from clubwire import errors
+from clubwire import errors, logs
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     max_endpoints_per_club: Annotated[int, Field(ge=1, le=1_000)] = 20
     allow_private_targets: bool = False
     ca_bundle: Path | None = None
+    retention_days: Annotated[int, Field(ge=1)] = 30
+
+    # Operations
+    log_level: logs.Level = "info"
+    worker_metrics_port: Annotated[int | None, Field(ge=1, le=65535)] = None
+    worker_metrics_host: str = "127.0.0.1"
 
     @field_validator("retry_schedule", mode="before")
     @classmethod
@@ -73,6 +79,11 @@ class Settings(BaseSettings):
         if self.lease_seconds <= self.attempt_timeout:
             raise ValueError("CLUBWIRE_LEASE_SECONDS must be longer than CLUBWIRE_ATTEMPT_TIMEOUT")
         return self
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_case_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("database_url")
     @classmethod

@@ -151,7 +151,8 @@ def test_an_endpoint_is_added_tested_switched_edited_rotated_and_deleted(
     signing.verify(delivered.body, delivered.headers["X-Service-Signature"], secret)
     row = card.locator("table.deliveries tbody tr").first
     _shows_after_a_while(page, f"{base_url}{TAB}", row.locator("td.status"), "succeeded")
-    expect(row.locator("td").nth(1)).to_have_text("200")
+    expect(row.locator("td").nth(0)).to_have_text("registration.created")
+    expect(row.locator("td").nth(2)).to_have_text("200")
     expect(_facts(card).nth(2)).to_have_text(re.compile(r" UTC, response code 200$"))
 
     # Rotate: a warning first; the new secret shown once, and the only one that signs.
@@ -197,10 +198,17 @@ def test_a_failed_delivery_is_retried_and_its_attempts_shown(
     _publish(page, base_url)
     receiver.wait_for(1)
     row = card.locator("table.deliveries tbody tr")
-    _shows_after_a_while(page, f"{base_url}{TAB}", row.locator("td").nth(1), "500")
+    _shows_after_a_while(page, f"{base_url}{TAB}", row.locator("td").nth(2), "500")
     delivery_id = (row.get_attribute("id") or "").removeprefix("delivery-")
     expect(row.locator("td")).to_have_text(
-        ["pending", "500", "1", re.compile(r"^\d{4}-.* UTC$"), re.compile("Retry")]
+        [
+            "registration.created",
+            "pending",
+            "500",
+            "1",
+            re.compile(r"^\d{4}-.* UTC$"),
+            re.compile("Retry"),
+        ]
     )
     expect(_facts(card).nth(2)).to_have_text(re.compile(r" UTC, response code 500$"))
 
@@ -208,7 +216,9 @@ def test_a_failed_delivery_is_retried_and_its_attempts_shown(
     page.locator(f"#retry-{delivery_id}").click()
     receiver.wait_for(2)
     _shows_after_a_while(page, f"{base_url}{TAB}", row.locator("td.status"), "succeeded")
-    expect(row.locator("td")).to_have_text(["succeeded", "200", "2", "—", re.compile("Retry")])
+    expect(row.locator("td")).to_have_text(
+        ["registration.created", "succeeded", "200", "2", "—", re.compile("Retry")]
+    )
 
     # The delivery's page: every attempt, with its code, duration and the receiver's answer.
     row.get_by_role("link").click()

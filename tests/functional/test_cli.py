@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,6 +14,7 @@ from clubwire.storage import migrate
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
 from tests.functional.cli_runner import Invoke, ok, one_line_error
+from tests.functional.processes import free_port, wait_for
 
 
 def test_migrate_reports_the_revision(run: Invoke) -> None:
@@ -180,28 +177,6 @@ def test_bad_settings_are_one_line(run: Invoke, monkeypatch: pytest.MonkeyPatch)
     assert "CLUBWIRE_PUBLIC_URL" in one_line_error(run("club", "list"))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_for(url: str, headers: dict[str, str], deadline: float = 20.0) -> bytes:
-    start = time.monotonic()
-    while True:
-        try:
-            with urllib.request.urlopen(
-                urllib.request.Request(url, headers=headers), timeout=2
-            ) as response:
-                body: bytes = response.read()
-                return body
-        except (urllib.error.URLError, ConnectionError):
-            if time.monotonic() - start > deadline:
-                raise
-            time.sleep(0.1)
-
-
 @pytest.mark.slow
 def test_serve_answers_the_api_in_a_real_process(
     run: Invoke, database_url: str, tmp_path: Path
@@ -212,7 +187,7 @@ def test_serve_answers_the_api_in_a_real_process(
     path.write_text(json.dumps([{"id": "a", **program_data()}]))
     ok(run("program", "import", "granite", str(path)))
     key = ok(run("key", "create", "granite", "--scope", "read:programs")).out.strip()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "CLUBWIRE_DATABASE_URL": database_url, "CLUBWIRE_SECRET_KEY": SECRET_KEY}
     server = subprocess.Popen(
         [sys.executable, "-m", "clubwire", "serve", "--port", str(port)],
@@ -222,7 +197,7 @@ def test_serve_answers_the_api_in_a_real_process(
         stderr=subprocess.STDOUT,
     )
     try:
-        body = _wait_for(
+        body = wait_for(
             f"http://127.0.0.1:{port}/clubs/granite/api/v1/programs",
             {"Authorization": f"Bearer {key}"},
         )
@@ -246,7 +221,7 @@ def test_serve_refuses_an_unmigrated_postgres_schema(
             url = POSTGRES_URL.rpartition("/")[0] + f"/{name}"
             env = {**os.environ, "CLUBWIRE_DATABASE_URL": url, "CLUBWIRE_SECRET_KEY": SECRET_KEY}
             done = subprocess.run(
-                [sys.executable, "-m", "clubwire", "serve", "--port", str(_free_port())],
+                [sys.executable, "-m", "clubwire", "serve", "--port", str(free_port())],
                 cwd=tmp_path,
                 env=env,
                 capture_output=True,
@@ -260,34 +235,3 @@ def test_serve_refuses_an_unmigrated_postgres_schema(
     assert done.stderr.strip().splitlines() == [
         "clubwire: error: The database schema is not at the latest version: run `clubwire migrate`."
     ]
-
-
-@pytest.mark.slow
-def test_demo_serves_the_curl_it_prints(tmp_path: Path) -> None:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUBWIRE_")}
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "clubwire", "demo", "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert demo.stdout is not None
-        lines = [demo.stdout.readline() for _ in range(8)]
-        curl = next(line for line in lines if line.strip().startswith("curl"))
-        key = curl.split("Bearer ")[1].split("'")[0]
-        url = curl.split("' ")[-1].strip()
-        body = json.loads(_wait_for(url, {"Authorization": f"Bearer {key}"}))
-        names = [p["name"] for p in body["data"]]
-        assert "Tuesday Night League" in names
-        assert "Board Strategy Retreat" not in names
-        assert "Spring Fling Bonspiel" not in names
-    finally:
-        demo.terminate()
-        _, errors_out = demo.communicate(timeout=10)
-    assert "Application shutdown complete" in errors_out
-    assert key not in errors_out
-    assert (tmp_path / ".clubwire" / "clubwire.db").exists()

@@ -154,8 +154,8 @@ def test_event_publish_and_delivery_list_and_retry(
     )
     assert again["id"] != event_id
     listed = json.loads(ok(run("delivery", "list", club, "--endpoint", endpoint_id, "--json")).out)
-    assert [(d["status"], d["attempt"], d["endpointId"]) for d in listed] == [
-        ("pending", 0, endpoint_id)
+    assert [(d["status"], d["attempt"], d["endpointId"], d["event"]) for d in listed] == [
+        ("pending", 0, endpoint_id, "registration.created")
     ] * 2
     assert set(listed[0]) >= {
         "id",

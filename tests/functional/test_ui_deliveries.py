@@ -122,6 +122,26 @@ def test_send_test_says_what_went_wrong_in_plain_words(
         assert session.scalars(select(Endpoint.dead_in_a_row)).one() == 0
 
 
+def test_each_delivery_names_its_event_and_a_send_test_offers_no_retry(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    dead = _dead_delivery(sessions, hooks, "granite")
+    with serving(tls) as receiver:
+        endpoint_id = _endpoint(sessions, hooks, receiver.url, "granite")
+        page = web.post(f"{TAB}/{endpoint_id}/test").text
+    with sessions() as session:
+        (ping,) = session.scalars(select(Delivery.id).where(Delivery.endpoint_id == endpoint_id))
+    tested = part(page, f'id="delivery-{ping}"')
+    assert "<code>ping</code>" in tested
+    assert f'id="retry-{ping}"' not in tested
+    retried = part(page, f'id="delivery-{dead.id}"')
+    assert "<code>registration.created</code>" in retried
+    assert f'id="retry-{dead.id}"' in retried
+    detail = web.get(f"/settings/granite/deliveries/{ping}").text
+    assert "A Send test is not retried" in detail
+    assert f"/deliveries/{ping}/retry" not in detail
+
+
 def test_retry_brings_a_delivery_back_now(
     web: Browser, sessions: sessionmaker[Session], hooks: Settings, clock: FakeClock
 ) -> None:

@@ -445,6 +445,15 @@ def test_every_envelope_has_the_five_fields_and_wire_timestamps(kind: str) -> No
     assert all(isinstance(v, str) and WIRE_TIMESTAMP.fullmatch(v) for v in stamps)
 
 
+def test_the_event_id_is_read_back_from_the_envelope_bytes() -> None:
+    model = events.validate("ping", {"message": "Hello"})
+    assert events.id_of(events.envelope("evt_2Rk8fV1nQ7", "ping", NOW, "org_1", model)) == (
+        "evt_2Rk8fV1nQ7"
+    )
+    assert events.id_of(b'{"event":"ping"}') is None
+    assert events.id_of(b'{"id":"evt_cut') is None
+
+
 def test_the_envelope_refuses_data_of_another_kind() -> None:
     model = events.validate("ping", {"message": "hi"})
     with pytest.raises(TypeError, match="PaymentCompletedData"):

@@ -9,19 +9,23 @@ import click
 import sqlalchemy.exc
 
 from clubwire import errors
-from clubwire.cli import clubs, deliveries, endpoints, events, keys, serving, users
-from clubwire.cli.base import cli
 
-__all__ = ["cli", "main"]
-COMMANDS = (
+# Importing the command modules registers their commands.
+from clubwire.cli import (  # noqa: F401
     clubs,
     deliveries,
+    demo,
     endpoints,
     events,
     keys,
+    listening,
+    retention,
     serving,
     users,
-)  # importing them registers them
+)
+from clubwire.cli.base import cli
+
+__all__ = ["cli", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -38,6 +38,7 @@ def delivery_list(
     rows = [
         [
             text(r["id"]),
+            text(r["event"]),
             text(r["eventId"]),
             text(r["endpointId"]),
             text(r["status"]),
@@ -47,7 +48,9 @@ def delivery_list(
         ]
         for r in records
     ]
-    print_table(rows, ["ID", "EVENT", "ENDPOINT", "STATUS", "ATTEMPT", "CODE", "NEXT ATTEMPT"])
+    print_table(
+        rows, ["ID", "KIND", "EVENT", "ENDPOINT", "STATUS", "ATTEMPT", "CODE", "NEXT ATTEMPT"]
+    )
 
 
 @delivery.command("retry")

@@ -1,4 +1,4 @@
-"""``clubwire event …``: publish events, print samples."""
+"""``clubwire event …`` and ``clubwire trigger``: publish events, print samples."""
 
 from __future__ import annotations
 
@@ -40,7 +40,28 @@ def event_publish(
     slug: str, kind: str, data_file: str, idempotency_key: str | None, as_json: bool
 ) -> None:
     """Publish an event; prints its id."""
-    data = read_json(*read_input(data_file))
+    _publish(slug, kind, read_json(*read_input(data_file)), as_json, idempotency_key)
+
+
+@event.command("sample")
+@click.argument("kind", type=click.Choice(events.KINDS))
+def event_sample(kind: str) -> None:
+    """Print a valid, realistic data object for KIND."""
+    print_json(events.sample(kind, timestamps.utc_now()))
+
+
+@cli.command(epilog=f"KIND is one of: {', '.join(events.SUBSCRIBABLE)}.")
+@click.argument("slug")
+@click.argument("kind", metavar="KIND", type=click.Choice(events.SUBSCRIBABLE))
+@JSON_OPTION
+def trigger(slug: str, kind: str, as_json: bool) -> None:
+    """Publish a realistic sample event of KIND for the club; prints its id."""
+    _publish(slug, kind, events.sample(kind, timestamps.utc_now()), as_json)
+
+
+def _publish(
+    slug: str, kind: str, data: object, as_json: bool, idempotency_key: str | None = None
+) -> None:
     with transaction(settings()) as session:
         published, _ = event_service.publish(
             session,
@@ -55,10 +76,3 @@ def event_publish(
         print_json({"id": event_id})
     else:
         click.echo(event_id)
-
-
-@event.command("sample")
-@click.argument("kind", type=click.Choice(events.KINDS))
-def event_sample(kind: str) -> None:
-    """Print a valid, realistic data object for KIND."""
-    print_json(events.sample(kind, timestamps.utc_now()))

@@ -1,4 +1,4 @@
-"""``clubwire migrate``, ``serve``, ``worker`` and ``demo``."""
+"""``clubwire migrate``, ``serve`` and ``worker``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import signal
 import click
 import uvloop
 
-from clubwire.cli.base import cli, prepare_database, session_factory, settings, transaction
-from clubwire.domain import timestamps
+from clubwire import logs
+from clubwire.cli.base import cli, prepare_database, session_factory, settings
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 
@@ -42,47 +42,46 @@ def serve(host: str, port: int) -> None:
 
 
 @cli.command()
-def worker() -> None:
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve /metrics and /healthz on this port (default: CLUBWIRE_WORKER_METRICS_PORT; "
+    "unset: none).",
+)
+@click.option(
+    "--metrics-host",
+    help="Address for --metrics-port (default: CLUBWIRE_WORKER_METRICS_HOST, 127.0.0.1).",
+)
+def worker(metrics_port: int | None, metrics_host: str | None) -> None:
     """Deliver webhooks until stopped (SIGTERM or Ctrl-C finish the attempts in flight)."""
     from clubwire.worker import lock
 
-    current = settings()
+    current = _with_metrics_address(settings(), metrics_port, metrics_host)
+    logs.configure(current.log_level)
     with lock.single_worker(current):
         gc.collect()
         gc.freeze()  # as in serve: full collections then skip the start-up heap
         uvloop.run(_work(current))
 
 
+def _with_metrics_address(current: Settings, port: int | None, host: str | None) -> Settings:
+    given = {"worker_metrics_port": port, "worker_metrics_host": host}
+    return current.model_copy(update={name: v for name, v in given.items() if v is not None})
+
+
 async def _work(current: Settings) -> None:
-    from clubwire.worker import running
+    from clubwire.services.metrics import Metrics
+    from clubwire.worker import exposition, running
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    with session_factory(current, worker=True) as sessions:
-        async with running.running(current, sessions):
+    metrics = Metrics()
+    with session_factory(current, worker=True) as sessions, metrics.watching_queue(sessions):
+        async with (
+            running.running(current, sessions, metrics=metrics),
+            exposition.serving(current, metrics),
+        ):
             click.echo("clubwire worker: delivering webhooks; Ctrl-C stops.", err=True)
             await stop.wait()
-
-
-@cli.command()
-@HOST
-@PORT
-def demo(host: str, port: int) -> None:
-    """Seed a demo club with programs and a key, print a ready curl, and serve."""
-    from clubwire import server
-    from clubwire.services import demo as demo_service
-
-    current = settings().model_copy(update={"public_url": f"http://{host}:{port}"})
-    with transaction(current) as session:
-        seeded = demo_service.seed(session, timestamps.utc_now())
-    base_url = current.club_base_url(seeded.slug)
-    click.echo(
-        f"\nclubwire demo: club {seeded.slug!r} with {seeded.program_count} programs, module on.\n"
-        f"API key (shown once): {seeded.key}\n\n"
-        f"Try it:\n  curl -s -H 'Authorization: Bearer {seeded.key}' "
-        f"{base_url}/api/v1/programs\n\n"
-        f"API document: {base_url}/api/v1/openapi.json\nPress Ctrl-C to stop.\n"
-    )
-    server.run(current, host, port)

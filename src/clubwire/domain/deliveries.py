@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from clubwire.domain import events
 from clubwire.domain.retry import RetrySchedule
 
 DEAD_IN_A_ROW_LIMIT = 5
@@ -23,6 +24,15 @@ class Trigger(StrEnum):
     SCHEDULED = "scheduled"
     MANUAL = "manual"
     TEST = "test"
+
+
+class Outcome(StrEnum):
+    """One attempt's outcome in a word, for metrics and logs."""
+
+    SUCCEEDED = "succeeded"  # a 2xx answer
+    RETRYING = "retrying"  # failed; the next attempt is scheduled
+    DEAD = "dead"  # failed; the delivery has no attempt left
+    FAILED = "failed"  # failed; nothing follows (a Send test, a manual attempt of a finished one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +68,19 @@ def judge(
     if delay is None:
         return Verdict(Status.DEAD, None, became_dead=True)
     return Verdict(Status.PENDING, now + delay)
+
+
+def outcome(verdict: Verdict, ok: bool) -> Outcome:
+    """What an attempt that was ``ok`` or not, judged ``verdict``, came to."""
+    if ok:
+        return Outcome.SUCCEEDED
+    if verdict.became_dead:
+        return Outcome.DEAD
+    if verdict.status is Status.PENDING:
+        return Outcome.RETRYING
+    return Outcome.FAILED
+
+
+def retryable(kind: str) -> bool:
+    """Retry applies to a delivery of any kind but a Send test's ``ping`` (send a new test)."""
+    return kind != events.PING

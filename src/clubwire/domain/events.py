@@ -652,6 +652,19 @@ def envelope(
     )
 
 
+_ID_OPENING = b'{"id":"'
+
+
+def id_of(body: bytes) -> str | None:
+    """The event id of an ``envelope`` (its first field), read without parsing the rest;
+    ``None`` for anything else."""
+    start = len(_ID_OPENING)
+    end = body.find(b'"', start)
+    if not body.startswith(_ID_OPENING) or end < 0:
+        return None
+    return body[start:end].decode()
+
+
 def sample(kind: str, now: datetime, rng: random.Random | None = None) -> dict[str, object]:
     """A realistic, valid ``data`` for ``kind`` around ``now`` (JSON-ready, camelCase).
 

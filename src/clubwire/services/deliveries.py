@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, joinedload
 
 from clubwire import errors
+from clubwire.domain import deliveries as rules
 from clubwire.domain import timestamps
 from clubwire.domain.deliveries import Status, Trigger
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
 DEFAULT_LIMIT = 50
+# Each delivery comes with its event's kind (not the body).
+_WITH_KIND = joinedload(Delivery.event).load_only(Event.kind)
 
 
 def list_deliveries(
@@ -24,7 +27,7 @@ def list_deliveries(
     limit: int = DEFAULT_LIMIT,
 ) -> Sequence[Delivery]:
     """The club's deliveries, newest first."""
-    query = select(Delivery).where(Delivery.club_id == club_id)
+    query = select(Delivery).options(_WITH_KIND).where(Delivery.club_id == club_id)
     if endpoint_id is not None:
         query = query.where(Delivery.endpoint_id == endpoint_id)
     if status is not None:
@@ -35,7 +38,9 @@ def list_deliveries(
 
 def get_delivery(session: Session, club_id: str, delivery_id: str) -> Delivery:
     delivery = session.scalar(
-        select(Delivery).where(Delivery.club_id == club_id, Delivery.id == delivery_id)
+        select(Delivery)
+        .options(_WITH_KIND)
+        .where(Delivery.club_id == club_id, Delivery.id == delivery_id)
     )
     if delivery is None:
         raise errors.NotFound(f"This club has no delivery {delivery_id!r}.")
@@ -56,6 +61,16 @@ def attempts_of(session: Session, club_id: str, delivery_id: str) -> Sequence[At
     return session.scalars(query).all()
 
 
+def due_backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
+    """How many deliveries of all clubs are due (or in flight), and the oldest due time:
+    for operators' metrics; one range read on the ``next_attempt_at`` index."""
+    query = select(func.count(), func.min(Delivery.next_attempt_at)).where(
+        Delivery.next_attempt_at <= now
+    )
+    count, oldest = session.execute(query).one()
+    return count, oldest
+
+
 def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> Delivery:
     """Retry: bring a waiting attempt forward to now, or queue one manual attempt of a
     finished delivery (same delivery and event ids; a fresh signature when it is sent)."""
@@ -66,7 +81,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
         raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
     if not endpoint.enabled:
         raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
-    if session.get_one(Event, delivery.event_id).kind == "ping":
+    if not rules.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
     delivery.next_attempt_at = now
     delivery.next_trigger = Trigger.MANUAL
@@ -77,6 +92,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
 def describe(delivery: Delivery) -> dict[str, object]:
     return {
         "id": delivery.id,
+        "event": delivery.event.kind,
         "eventId": delivery.event_id,
         "endpointId": delivery.endpoint_id,
         "status": delivery.status,

@@ -1,22 +1,29 @@
-"""The demo club: realistic programs (some private, some not active) and a fresh key."""
+"""The demo club: realistic programs (some private, some not active), a fresh key, staff
+sign-ins, an endpoint for the demo's receiver, and realistic events about its programs."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from clubwire.domain import programs, scopes
-from clubwire.services import clubs, keys
+from clubwire.domain import events, programs, scopes
+from clubwire.services import clubs, endpoints, keys, users
+from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
-from clubwire.storage.models import ApiKey
+from clubwire.settings import Settings
+from clubwire.storage.models import ApiKey, Event, User
 
 SLUG = "granite"
 NAME = "Granite Curling Club"
 KEY_NAME = "Demo key"
+RECEIVER_PATH = "/demo-receiver"  # marks the demo's endpoint among the club's
+_TAX = Decimal("1.13")  # Ontario HST, as in the catalog's samples
 
 P = programs.ProgramType
 S = programs.ProgramStatus
@@ -262,3 +269,75 @@ def _record(entry: _Entry, season: datetime) -> programs.ProgramRecord:
         capacity=entry.capacity,
         private=entry.private,
     )
+
+
+_ON_SALE = tuple(entry for entry in _PROGRAMS if entry.status is S.ACTIVE and not entry.private)
+_COMPETITIONS = tuple(entry for entry in _ON_SALE if entry.type in (P.LEAGUE, P.BONSPIEL))
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """A demo staff account: fixed, printed credentials, for a demo served on 127.0.0.1."""
+
+    email: str
+    password: str
+    superadmin: bool
+
+
+SIGN_INS = (
+    SignIn("admin@clubwire.demo", "granite-demo-superadmin", True),
+    SignIn("manager@granite.demo", "granite-demo-manager", False),
+)
+
+
+def seed_staff(session: Session, now: datetime) -> None:
+    """The demo's superadmin and the demo club's admin (``SIGN_INS``), created once."""
+    for staff in SIGN_INS:
+        if session.scalar(select(User.id).where(User.email == staff.email)) is None:
+            managed = () if staff.superadmin else (SLUG,)
+            users.create_user(session, staff.email, staff.password, now, staff.superadmin, managed)
+
+
+def seed_endpoint(session: Session, now: datetime, settings: Settings, url: str) -> str:
+    """Point the demo's endpoint (made once, for every event) at ``url``; returns its secret.
+
+    The secret is new on every start: only the demo's own receiver needs to know it.
+    """
+    club = clubs.get_club(session, SLUG)
+    found = next(
+        (
+            endpoint
+            for endpoint in endpoints.list_endpoints(session, club.id)
+            if urlsplit(endpoint.url).path == RECEIVER_PATH
+        ),
+        None,
+    )
+    if found is None:
+        _, secret = endpoints.create_endpoint(
+            session, club, url, events.SUBSCRIBABLE, now, settings
+        )
+        return secret
+    endpoints.update_endpoint(session, club.id, found.id, now, settings, url=url)
+    return endpoints.rotate_secret(session, club.id, found.id, now, settings)
+
+
+def publish_random(session: Session, now: datetime, rng: random.Random) -> Event:
+    """Publish an event of a random kind about the demo club, the way the platform does."""
+    kind = rng.choice(events.SUBSCRIBABLE)
+    club = clubs.get_club(session, SLUG)
+    event, _ = event_service.publish(session, club, kind, event_data(kind, now, rng), now)
+    return event
+
+
+def event_data(kind: str, now: datetime, rng: random.Random) -> dict[str, object]:
+    """The catalog's sample of ``kind``, made about one of the demo club's programs on sale."""
+    data = events.sample(kind, now, rng)
+    entry = rng.choice(_COMPETITIONS if kind == "game.updated" else _ON_SALE)
+    if "program" in data:
+        data["program"] = {"id": entry.id, "name": entry.name, "type": entry.type.value}
+    total = float((Decimal(entry.price) * _TAX).quantize(Decimal("0.01")))
+    for part, amount in (("invoice", "total"), ("payment", "amount")):
+        found = data.get(part)
+        if isinstance(found, dict) and amount in found:
+            found[amount] = total
+    return data

@@ -23,15 +23,22 @@ SQLITE_PRAGMAS = (
 # claim or record, which is retried), and commits that do not wait for the WAL flush (a
 # claim or record lost in a server crash only means a delivery sent again; ADR 0004).
 WORKER_POSTGRES_OPTIONS = {"options": "-c synchronous_commit=off"}
+# Seconds to wait for a PostgreSQL connection (unless the URL says): an unreachable host is a
+# clear error (and /readyz a 503) in that time, not a wait for the operating system to give up.
+CONNECT_TIMEOUT = 10
 
 
 def engine_for(settings: Settings, worker: bool = False) -> Engine:
     """An engine for the configured database; SQLite gets WAL and foreign keys."""
     url = make_url(settings.sqlalchemy_url)
     if url.get_backend_name() != "sqlite":
+        args: dict[str, Any] = {}
+        if "connect_timeout" not in url.query:
+            args["connect_timeout"] = CONNECT_TIMEOUT
         if worker:
-            return create_engine(url, connect_args=WORKER_POSTGRES_OPTIONS, pool_recycle=300)
-        return create_engine(url, pool_pre_ping=True)
+            args |= WORKER_POSTGRES_OPTIONS
+            return create_engine(url, connect_args=args, pool_recycle=300)
+        return create_engine(url, connect_args=args, pool_pre_ping=True)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url)

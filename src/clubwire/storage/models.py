@@ -17,7 +17,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from clubwire.storage.types import UTCDateTime
 
@@ -146,6 +146,9 @@ class Delivery(Base):
     response_code: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+    # Read only where asked for (services.deliveries loads the kind with the delivery).
+    event: Mapped[Event] = relationship(lazy="raise", viewonly=True)
 
 
 class Attempt(Base):

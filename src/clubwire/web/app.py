@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -16,13 +16,17 @@ import clubwire
 from clubwire import errors
 from clubwire.domain import timestamps
 from clubwire.services.api_access import ApiAccess
+from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
-from clubwire.web import internal_api, openapi, problems, public_api, ui
+from clubwire.web import internal_api, openapi, ops, problems, public_api, telemetry, ui
 from clubwire.worker import lock, running
 from clubwire.worker.loop import Worker
 
 log = logging.getLogger(__name__)
+
+# Runs beside the app for its lifetime, given the app's sessions (the demo's receiver, say).
+Service = Callable[[sessionmaker[Session]], AbstractAsyncContextManager[object]]
 
 DESCRIPTION = """\
 clubwire: a club's read-only data API and signed outbound webhooks.
@@ -36,11 +40,14 @@ def create_app(
     settings: Settings,
     clock: Callable[[], datetime] = timestamps.utc_now,
     run_worker: bool = False,
+    services: Sequence[Service] = (),
 ) -> FastAPI:
     """The service; its database must be migrated (``clubwire migrate``) before it starts.
 
     With ``run_worker`` a webhook worker delivers in the same process (``serve`` on SQLite).
+    ``services`` start before that worker and stop after it.
     """
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -49,16 +56,23 @@ def create_app(
             stack.callback(engine.dispose)
             migrate.require_head(engine)
             sessions = database.sessions(engine)
+            stack.enter_context(metrics.watching_queue(sessions, clock))
             reader = await fastpath.open_reader(settings.sqlalchemy_url)
             access = ApiAccess(reader, sessions, clock)
             stack.push_async_callback(access.close)
-            worker = await _start_worker(stack, settings, sessions, clock) if run_worker else None
+            for service in services:
+                await stack.enter_async_context(service(sessions))
+            worker = None
+            if run_worker:
+                worker = await _start_worker(stack, settings, sessions, clock, metrics)
             yield {
                 "sessions": sessions,
                 "access": access,
                 "clock": clock,
                 "worker": worker,
                 "settings": settings,
+                "engine": engine,
+                "metrics": metrics,
             }
 
     app = FastAPI(
@@ -72,6 +86,8 @@ def create_app(
     problems.install(app)
     app.include_router(internal_api.router(settings))
     ui.install(app)
+    app.router.routes.extend(ops.routes())
+    app.add_middleware(telemetry.RequestTelemetry, metrics=metrics)
     app.router.routes[:0] = _public_routes(settings)
     public = public_api.describe()
     app.openapi = lambda: openapi.service_document(app, public, settings)  # type: ignore[method-assign]
@@ -83,6 +99,7 @@ async def _start_worker(
     settings: Settings,
     sessions: sessionmaker[Session],
     clock: Callable[[], datetime],
+    metrics: Metrics,
 ) -> Worker | None:
     """The in-process worker, unless another process holds the SQLite worker lock."""
     try:
@@ -90,7 +107,7 @@ async def _start_worker(
     except errors.AlreadyRunning:
         log.warning("another clubwire worker runs on this database: this process only serves")
         return None
-    return await stack.enter_async_context(running.running(settings, sessions, clock))
+    return await stack.enter_async_context(running.running(settings, sessions, clock, metrics))
 
 
 def _public_routes(settings: Settings) -> list[BaseRoute]:

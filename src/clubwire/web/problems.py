@@ -27,6 +27,7 @@ _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.InsufficientScope: 403,
     errors.Forbidden: 403,
     errors.NotMigrated: 503,
+    errors.DatabaseUnreachable: 503,
 }
 
 

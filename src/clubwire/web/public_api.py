@@ -12,10 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from clubwire.domain import programs, scopes
+from clubwire import errors
+from clubwire.domain import keys, programs, scopes
 from clubwire.services.api_access import ApiAccess
 from clubwire.settings import Settings
-from clubwire.web import openapi, problems
+from clubwire.web import openapi, problems, telemetry
 
 PROGRAMS_PATH = "/api/v1/programs"
 DOCUMENT_PATH = "/api/v1/openapi.json"
@@ -24,13 +25,26 @@ PROGRAMS_EXAMPLE = {"data": programs.Program.model_config["json_schema_extra"]["
 
 async def list_programs(request: Request) -> Response:
     access: ApiAccess = request.state.access
-    caller = await access.authorize(
-        request.path_params["slug"],
-        request.headers.get("authorization"),
-        scopes.READ_PROGRAMS,
-        request.scope["query_string"],
-    )
+    authorization = request.headers.get("authorization")
+    try:
+        caller = await access.authorize(
+            request.path_params["slug"],
+            authorization,
+            scopes.READ_PROGRAMS,
+            request.scope["query_string"],
+        )
+    except errors.ClubwireError:
+        request.scope[telemetry.KEY_PREFIX] = _presented_prefix(authorization)
+        raise
+    request.scope[telemetry.KEY_PREFIX] = caller.prefix
     return Response(await access.programs_body(caller), media_type="application/json")
+
+
+def _presented_prefix(authorization: str | None) -> str | None:
+    """The public prefix of a refused key, for the request's log line (if it is key-shaped)."""
+    token = keys.bearer_token(authorization)
+    parsed = keys.parse(token) if token is not None else None
+    return parsed.prefix if parsed is not None else None
 
 
 def routes(settings: Settings, prefix: str) -> list[BaseRoute]:

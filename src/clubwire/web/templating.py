@@ -32,6 +32,7 @@ def environment() -> jinja2.Environment:
         SCOPES=scopes.ALL,
         EVENTS=events.SUBSCRIBABLE,
         DEAD_LIMIT=deliveries.DEAD_IN_A_ROW_LIMIT,
+        retryable=deliveries.retryable,
     )
     return env
 

@@ -71,7 +71,7 @@ async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str
     settings = ui_base.settings_of(request)
     clock: Callable[[], datetime] = request.state.clock
     sessions: sessionmaker[Session] = request.state.sessions
-    async with running.attempter(settings, clock) as sends:
+    async with running.attempter(settings, clock, request.state.metrics) as sends:
         result = await running.send_test(settings, sessions, sends, club.id, endpoint_id, clock)
     tested = ui_webhooks.Tested(endpoint_id, result.ok, dispatch.plain(result))
     return await run_in_threadpool(_tab, request, staff, slug, tested)

@@ -1,4 +1,5 @@
-"""One attempt of one delivery: sign the stored bytes afresh and send them."""
+"""One attempt of one delivery: sign the stored bytes afresh, send them, and tell (a log
+line and the metrics)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import functools
 from collections.abc import Callable
 from datetime import datetime
 
-from clubwire import signing
+from clubwire import logs, signing
+from clubwire.domain import deliveries, events
+from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.dispatch import Job, Result
+from clubwire.services.metrics import Metrics
 from clubwire.worker.client import Sender
 
 USER_AGENT = "Service-Webhooks/1.0"
@@ -29,10 +33,19 @@ class Attempter:
     """Sends jobs; opened secrets are kept in memory by their sealed form (a rotation changes
     the sealed form, so the new secret is used from the next attempt on)."""
 
-    def __init__(self, sender: Sender, sealer: Sealer, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        sender: Sender,
+        sealer: Sealer,
+        clock: Callable[[], datetime],
+        schedule: RetrySchedule,
+        metrics: Metrics,
+    ) -> None:
         self._sender = sender
         self._clock = clock
         self._open = functools.lru_cache(maxsize=4096)(sealer.open)
+        self._schedule = schedule
+        self._metrics = metrics
 
     async def attempt(self, job: Job) -> Result:
         started = self._clock()
@@ -40,7 +53,7 @@ class Attempter:
         outcome = await self._sender.post(
             job.url, job.body, headers(job, secret, int(started.timestamp()))
         )
-        return Result(
+        result = Result(
             job=job,
             started_at=started,
             ok=outcome.ok,
@@ -48,4 +61,30 @@ class Attempter:
             error=outcome.error,
             duration_ms=outcome.duration_ms,
             excerpt=outcome.excerpt,
+        )
+        self._tell(result)
+        return result
+
+    def _tell(self, result: Result) -> None:
+        """The attempt's log line and metrics; its outcome as ``record`` will judge it."""
+        job = result.job
+        verdict = deliveries.judge(
+            job.status, job.trigger, job.attempts_made + 1, result.ok, self._clock(), self._schedule
+        )
+        outcome = deliveries.outcome(verdict, result.ok)
+        self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
+        logs.event(
+            "attempt",
+            {
+                "delivery_id": job.delivery_id,
+                "event_id": events.id_of(job.body),
+                "endpoint_id": job.endpoint_id,
+                "club_id": job.club_id,
+                "trigger": job.trigger,
+                "attempt": job.attempts_made + 1,
+                "outcome": outcome,
+                "response_code": result.response_code,
+                "error": result.error,
+                "duration_ms": result.duration_ms,
+            },
         )

@@ -13,7 +13,9 @@ from clubwire.domain import timestamps
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services import clubs, dispatch
+from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
+from clubwire.worker import retention
 from clubwire.worker.attempts import Attempter
 from clubwire.worker.client import Sender
 from clubwire.worker.loop import Worker
@@ -21,10 +23,19 @@ from clubwire.worker.loop import Worker
 
 @asynccontextmanager
 async def attempter(
-    settings: Settings, clock: Callable[[], datetime] = timestamps.utc_now
+    settings: Settings,
+    clock: Callable[[], datetime] = timestamps.utc_now,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[Attempter]:
+    """Attempts counted in ``metrics`` (else in metrics no one reads)."""
     async with Sender(settings) as sender:
-        yield Attempter(sender, Sealer(settings.secret_key_value()), clock)
+        yield Attempter(
+            sender,
+            Sealer(settings.secret_key_value()),
+            clock,
+            RetrySchedule(settings.retry_schedule),
+            metrics or Metrics(),
+        )
 
 
 @asynccontextmanager
@@ -32,17 +43,22 @@ async def running(
     settings: Settings,
     sessions: sessionmaker[Session],
     clock: Callable[[], datetime] = timestamps.utc_now,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[Worker]:
-    """A worker delivering in this event loop until the block ends (then it stops gracefully)."""
-    async with attempter(settings, clock) as sends:
+    """A worker delivering in this event loop, and pruning old history, until the block
+    ends (then it stops gracefully)."""
+    async with attempter(settings, clock, metrics) as sends:
         worker = Worker(settings, sessions, sends, clock)
         stop = asyncio.Event()
-        task = asyncio.create_task(worker.run(stop))
+        tasks = [
+            asyncio.create_task(worker.run(stop)),
+            asyncio.create_task(retention.keep_pruning(settings, sessions, clock, stop)),
+        ]
         try:
             yield worker
         finally:
             stop.set()
-            await task
+            await asyncio.gather(*tasks)
 
 
 async def send_test(

@@ -1,0 +1,175 @@
+"""``clubwire demo``: the whole product in one process, on the embedded SQLite database.
+
+A demo club with programs, staff sign-ins and a key; a local HTTPS receiver and an endpoint
+that points at it; and realistic events published every few seconds, which the in-process
+worker delivers. The receiver fails now and then, so retries show in the settings page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import click
+import sqlalchemy.exc
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire import errors, receiving
+from clubwire.cli.base import cli, settings, transaction
+from clubwire.cli.serving import HOST, PORT
+from clubwire.domain import timestamps
+from clubwire.services import demo as demo_service
+from clubwire.settings import Settings
+
+if TYPE_CHECKING:
+    from clubwire.web.app import Service
+
+log = logging.getLogger(__name__)
+
+RETRY_SCHEDULE = (10, 30, 60, 300, 900)  # so that retries show within a minute
+INTERVAL_SECONDS = (2.0, 5.0)
+FAILURE_RATE = 1 / 6
+SLOW_RATE = 1 / 10
+SLOW_SECONDS = (2.0, 4.0)
+
+
+@cli.command()
+@HOST
+@PORT
+# Seconds between events, for tests; by default 2 to 5, at random.
+@click.option("--interval", type=click.FloatRange(min=0.01), default=None, hidden=True)
+def demo(host: str, port: int, interval: float | None) -> None:
+    """Serve a demo club, with club events every few seconds and a local receiver for them."""
+    from clubwire import server
+
+    current, tls = _settings(host, port)
+    with contextlib.closing(receiving.bind("127.0.0.1", 0)) as listening:
+        receiver_url = receiving.url_of(listening, demo_service.RECEIVER_PATH)
+        with transaction(current) as session:
+            now = timestamps.utc_now()
+            seeded = demo_service.seed(session, now)
+            demo_service.seed_staff(session, now)
+            secret = demo_service.seed_endpoint(session, now, current, receiver_url)
+        _introduce(current, seeded, receiver_url)
+        receiver = receiving.Receiver(secret, _report, _flaky(random.Random()))
+        service = _service(receiver, tls, listening, interval)
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises again the Ctrl-C it handled
+            server.run(current, host, port, [service])
+    click.echo("clubwire demo: stopped.")
+
+
+def _settings(host: str, port: int) -> tuple[Settings, receiving.Authority]:
+    """The settings for the demo (its URL, its receiver's CA, quick retries), and that CA."""
+    current = settings()
+    if not current.is_sqlite:
+        raise errors.ConfigurationError(
+            "clubwire demo runs on the embedded SQLite database: unset CLUBWIRE_DATABASE_URL."
+        )
+    tls = receiving.authority(current.home / receiving.TLS_FOLDER)
+    update: dict[str, object] = {
+        "public_url": f"http://{host}:{port}",
+        "ca_bundle": tls.bundle,
+        "allow_private_targets": True,
+    }
+    if "retry_schedule" not in current.model_fields_set:  # CLUBWIRE_RETRY_SCHEDULE still wins
+        update["retry_schedule"] = RETRY_SCHEDULE
+    if "log_level" not in current.model_fields_set:  # the terminal is for what the demo prints
+        update["log_level"] = "warning"
+    return current.model_copy(update=update), tls
+
+
+def _introduce(current: Settings, seeded: demo_service.Seeded, receiver_url: str) -> None:
+    base_url = current.club_base_url(seeded.slug)
+    staff = "".join(
+        f"  {'superadmin' if s.superadmin else 'club admin'}  {s.email}  password {s.password}\n"
+        for s in demo_service.SIGN_INS
+    )
+    click.echo(
+        f"\nclubwire demo: club {seeded.slug!r} with {seeded.program_count} programs, "
+        "Webhooks & API on.\n\n"
+        f"Settings page: {current.public_url}/settings/{seeded.slug}/webhooks  (sign in as)\n"
+        f"{staff}\n"
+        f"API key (shown once; the previous demo key is revoked): {seeded.key}\n"
+        f"  curl -s -H 'Authorization: Bearer {seeded.key}' {base_url}/api/v1/programs\n"
+        f"API document: {base_url}/api/v1/openapi.json\n\n"
+        f"Webhooks: a demo event every few seconds goes to the demo's receiver at {receiver_url}.\n"
+        "It answers 503 to about one delivery in six and is sometimes slow, so retries show.\n"
+        "Each delivery it receives is printed below, one line each (receiver ✓ …).\n\n"
+        "Ctrl-C stops.\n"
+    )
+
+
+def _report(arrival: receiving.Arrival) -> None:
+    click.echo(f"receiver {arrival.summary()}")
+
+
+def _flaky(rng: random.Random) -> Callable[[], receiving.Answer]:
+    """503 to about one delivery in six, and now and then a slow 200."""
+
+    def answer() -> receiving.Answer:
+        roll = rng.random()
+        if roll < FAILURE_RATE:
+            return receiving.Answer(503)
+        if roll < FAILURE_RATE + SLOW_RATE:
+            return receiving.Answer(200, rng.uniform(*SLOW_SECONDS))
+        return receiving.Answer()
+
+    return answer
+
+
+def _service(
+    receiver: receiving.Receiver,
+    tls: receiving.Authority,
+    listening: socket.socket,
+    interval: float | None,
+) -> Service:
+    """The receiver and the publisher, inside the server's event loop."""
+
+    @asynccontextmanager
+    async def run(sessions: sessionmaker[Session]) -> AsyncIterator[None]:
+        async with receiving.serving(receiver, tls, listening), _publishing(sessions, interval):
+            yield
+
+    return run
+
+
+@asynccontextmanager
+async def _publishing(
+    sessions: sessionmaker[Session], interval: float | None
+) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+    task = asyncio.create_task(_publish_until(stop, sessions, interval))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+async def _publish_until(
+    stop: asyncio.Event, sessions: sessionmaker[Session], interval: float | None
+) -> None:
+    rng = random.Random()
+    while not await _stopped(stop, interval or rng.uniform(*INTERVAL_SECONDS)):
+        await asyncio.to_thread(_publish_one, sessions, rng)
+
+
+async def _stopped(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait for ``stop`` at most ``seconds``; whether it is set."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+    return stop.is_set()
+
+
+def _publish_one(sessions: sessionmaker[Session], rng: random.Random) -> None:
+    try:
+        with sessions.begin() as session:
+            demo_service.publish_random(session, timestamps.utc_now(), rng)
+    except sqlalchemy.exc.OperationalError as exc:  # the database stayed busy: try the next one
+        log.warning("clubwire demo: an event was not published: %s", exc.orig)

@@ -1,0 +1,128 @@
+"""One process's Prometheus metrics: HTTP requests, delivery attempts, and the due queue
+read from the database at scrape time.
+
+Each process (an app, a worker; a test builds many) has a registry of its own. Labels take
+a few fixed values only: never a path, a club or an endpoint.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import timestamps
+from clubwire.services import deliveries
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+ATTEMPT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        # HTTP requests answered, by (route family, status): a plain counter, as the API's
+        # hot path adds to it (only the event loop does); read at scrape time.
+        self.requests: collections.Counter[tuple[str, int]] = collections.Counter()
+        self.registry.register(RequestCounts(self.requests))
+        self._attempts = Counter(
+            "clubwire_delivery_attempts",
+            "Webhook delivery attempts, by outcome (succeeded, retrying, dead, failed) "
+            "and trigger (scheduled, manual, test).",
+            ("outcome", "trigger"),
+            registry=self.registry,
+        )
+        self._attempt_seconds = Histogram(
+            "clubwire_delivery_attempt_duration_seconds",
+            "How long webhook delivery attempts took, from sending to the answer or failure.",
+            buckets=ATTEMPT_BUCKETS,
+            registry=self.registry,
+        )
+
+    @contextmanager
+    def watching_queue(
+        self, sessions: sessionmaker[Session], clock: Callable[[], datetime] = timestamps.utc_now
+    ) -> Iterator[None]:
+        """Within the block, scrapes also report the due queue, read from the database."""
+        collector = DueQueue(sessions, clock)
+        self.registry.register(collector)
+        try:
+            yield
+        finally:
+            self.registry.unregister(collector)
+
+    def count_attempt(self, outcome: str, trigger: str, seconds: float) -> None:
+        self._attempts.labels(outcome, trigger).inc()
+        self._attempt_seconds.observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The text format Prometheus scrapes; blocking (it reads the database)."""
+        return generate_latest(self.registry)
+
+
+class RequestCounts:
+    def __init__(self, counts: collections.Counter[tuple[str, int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "clubwire_http_requests",
+            "HTTP requests answered, by route family (api, internal, ui, other) and status.",
+            labels=("family", "status"),
+        )
+        for (family, status), count in self._counts.copy().items():
+            requests.add_metric((family, str(status)), count)
+        yield requests
+
+
+class DueQueue:
+    """The due queue at scrape time. If the database cannot be read, says so
+    (``clubwire_database_up 0``) and leaves the queue out, instead of failing the scrape."""
+
+    def __init__(self, sessions: sessionmaker[Session], clock: Callable[[], datetime]) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        now = self._clock()
+        try:
+            with self._sessions() as session:
+                due, oldest = deliveries.due_backlog(session, now)
+        except Exception as exc:
+            log.warning("metrics: cannot read the due queue: %s", type(exc).__name__)
+            yield _gauge("clubwire_database_up", "Whether the database could be read.", 0)
+            return
+        yield _gauge("clubwire_database_up", "Whether the database could be read.", 1)
+        yield _gauge(
+            "clubwire_deliveries_due",
+            "Deliveries whose next attempt is due now or in flight (all clubs).",
+            due,
+        )
+        age = (now - oldest).total_seconds() if oldest is not None else 0.0
+        yield _gauge(
+            "clubwire_oldest_due_delivery_age_seconds",
+            "How long the longest-waiting due delivery has been due; 0 when none is.",
+            age,
+        )
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)

@@ -1,0 +1,99 @@
+"""Retention: delivery history older than the retention period is deleted, in small batches.
+
+What goes, when older than the period (``CLUBWIRE_RETENTION_DAYS``):
+
+- attempts, by when they started;
+- finished deliveries (not pending, no attempt queued) of events created before then, with
+  whatever attempts they still have;
+- events created before then that no delivery refers to any more (their idempotency keys go
+  with them).
+
+Each batch is a transaction of its own, so no lock is held for long (SQLite has a single
+writer, the worker's among them). On PostgreSQL rows locked by another transaction are
+skipped, so several workers pruning at once share the work instead of waiting on each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from sqlalchemy import Delete, Table, delete, exists, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain.deliveries import Status
+from clubwire.storage.models import Attempt, Delivery, Event
+
+BATCH = 1000
+
+_attempts = cast(Table, Attempt.__table__)
+_deliveries = cast(Table, Delivery.__table__)
+_events = cast(Table, Event.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    attempts: int = 0
+    deliveries: int = 0
+    events: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.attempts + self.deliveries + self.events
+
+
+def prune(
+    sessions: sessionmaker[Session],
+    now: datetime,
+    retention: timedelta,
+    batch: int = BATCH,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> Pruned:
+    """Delete what is older than ``retention`` at ``now``, ``batch`` rows per transaction,
+    until nothing is left (or ``keep_going()`` turns false between batches)."""
+    cutoff = now - retention
+    counts = [
+        _drain(sessions, statement(cutoff, batch), keep_going)
+        for statement in (_old_attempts, _finished_deliveries, _lone_events)
+    ]
+    return Pruned(*counts)
+
+
+def _drain(
+    sessions: sessionmaker[Session], statement: Delete, keep_going: Callable[[], bool]
+) -> int:
+    total = 0
+    while keep_going():
+        with sessions.begin() as session:
+            deleted: int = session.connection().execute(statement).rowcount
+        total += deleted
+        if not deleted:
+            break
+    return total
+
+
+def _old_attempts(cutoff: datetime, batch: int) -> Delete:
+    a = _attempts.c
+    chosen = select(a.id).where(a.started_at < cutoff).limit(batch)
+    return delete(_attempts).where(a.id.in_(chosen.with_for_update(skip_locked=True)))
+
+
+def _finished_deliveries(cutoff: datetime, batch: int) -> Delete:
+    d, e = _deliveries.c, _events.c
+    chosen = (
+        select(d.id)
+        .join(_events, e.id == d.event_id)
+        .where(e.created_at < cutoff, d.status != Status.PENDING, d.next_attempt_at.is_(None))
+        .limit(batch)
+        .with_for_update(skip_locked=True, of=_deliveries)
+    )
+    return delete(_deliveries).where(d.id.in_(chosen))
+
+
+def _lone_events(cutoff: datetime, batch: int) -> Delete:
+    e = _events.c
+    referred = exists().where(_deliveries.c.event_id == e.id)
+    chosen = select(e.id).where(e.created_at < cutoff, ~referred).limit(batch)
+    return delete(_events).where(e.id.in_(chosen.with_for_update(skip_locked=True)))

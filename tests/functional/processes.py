@@ -1,0 +1,106 @@
+"""Real ``clubwire`` processes for tests: started as a user would, watched, stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+POLL = 0.05
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for(url: str, headers: dict[str, str], deadline: float = 20.0) -> bytes:
+    """GET ``url`` until the server answers 2xx (it may still be starting)."""
+    start = time.monotonic()
+    while True:
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=2
+            ) as response:
+                body: bytes = response.read()
+                return body
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() - start > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def environment(home: Path, **settings: str) -> dict[str, str]:
+    """This process's environment without its ``CLUBWIRE_*``, with a home folder of the test's."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
+    return {**env, "PYTHONUNBUFFERED": "1", "CLUBWIRE_HOME": str(home), **settings}
+
+
+class Clubwire:
+    """One ``python -m clubwire …`` process; its stdout and stderr go to files, not pipes."""
+
+    def __init__(self, process: subprocess.Popen[bytes], out: Path, err: Path) -> None:
+        self.process = process
+        self._out = out
+        self._err = err
+
+    @property
+    def out(self) -> str:
+        return self._out.read_text(errors="replace")
+
+    @property
+    def err(self) -> str:
+        return self._err.read_text(errors="replace")
+
+    def until(self, condition: Callable[[str], object], what: str, timeout: float = 20) -> str:
+        """Poll stdout until ``condition`` holds for it; fail with the output otherwise."""
+        deadline = time.monotonic() + timeout
+        while not condition(out := self.out):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"no {what} (exit {self.process.poll()})\n{out}\n{self.err}")
+            time.sleep(POLL)
+        return out
+
+    def interrupt(self, timeout: float = 30) -> int:
+        """Ctrl-C, then the exit code."""
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout)
+
+
+@contextmanager
+def clubwire(
+    folder: Path, env: dict[str, str], *args: str, stdin: bytes = b""
+) -> Iterator[Clubwire]:
+    """Run ``clubwire ARGS`` in ``folder``; it is killed if still running when the block ends."""
+    count = len(list(folder.glob("clubwire-*.out")))
+    out, err = folder / f"clubwire-{count}.out", folder / f"clubwire-{count}.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "clubwire", *args],
+            cwd=folder,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=stderr,
+        )
+    assert process.stdin is not None
+    process.stdin.write(stdin)
+    process.stdin.close()
+    try:
+        yield Clubwire(process, out, err)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)

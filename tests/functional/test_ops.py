@@ -1,0 +1,366 @@
+"""Operations end to end: /healthz, /readyz, /metrics, JSON log lines, ``clubwire prune``."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import urllib.request
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import Engine, make_url, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import timestamps
+from clubwire.services import events
+from clubwire.services.metrics import Metrics
+from clubwire.settings import Settings
+from clubwire.storage.models import Endpoint
+from clubwire.worker import exposition, running
+from tests import conftest
+from tests.factories import (
+    EPOCH,
+    FakeClock,
+    make_club,
+    make_endpoint,
+    make_key,
+    receiver_settings,
+    registration,
+)
+from tests.functional.cli_runner import Invoke, ok
+from tests.functional.ui_pages import browser, make_staff
+from tests.logcapture import Captured, capturing
+from tests.receiver import Authority, Receiver, authority, serving
+
+API = "/clubs/granite/api/v1/programs"
+ADMIN = "admin@granite.example"
+# The test's own HTTP client and receiver log URLs with their query strings.
+TEST_HARNESS = {"httpx2", "aiohttp.access"}
+REQUESTS_TOTAL = "clubwire_http_requests_total"
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def samples(text: str) -> Samples:
+    """Every sample of a scrape, by name and sorted labels."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def scrape(client: TestClient) -> Samples:
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return samples(response.text)
+
+
+def requests_of(found: Samples, family: str, status: int) -> float:
+    key = (REQUESTS_TOTAL, (("family", family), ("status", str(status))))
+    return found.get(key, 0.0)
+
+
+def attempts_of(found: Samples, outcome: str, trigger: str) -> float:
+    key = ("clubwire_delivery_attempts_total", (("outcome", outcome), ("trigger", trigger)))
+    return found.get(key, 0.0)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Captured]:
+    with capturing(monkeypatch) as lines:
+        yield lines
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Authority:
+    return authority(tmp_path)
+
+
+@pytest.fixture
+def hooks(settings: Settings, tls: Authority) -> Settings:
+    return receiver_settings(
+        settings,
+        ca_bundle=tls.bundle,
+        retry_schedule=(0, 0, 0, 0, 0),
+        attempt_timeout=2.0,
+        connect_timeout=1.0,
+        lease_seconds=30.0,
+    )
+
+
+@pytest.fixture
+def receiver(tls: Authority) -> Iterator[Receiver]:
+    with serving(tls) as receiver:
+        yield receiver
+
+
+def _make_unreachable(client: TestClient, settings: Settings) -> None:
+    """Take the database away from under a running app."""
+    url = make_url(settings.sqlalchemy_url)
+    if settings.is_sqlite:
+        assert url.database is not None
+        Path(url.database).unlink()
+        Path(url.database).mkdir()  # "unable to open database file"
+        engine: Engine = client.app_state["engine"]
+        engine.dispose()
+        return
+    with conftest._admin() as admin:
+        admin.execute(f'DROP DATABASE "{url.database}" WITH (FORCE)')
+
+
+# ---------------------------------------------------------------------------- health
+
+
+def test_healthz_says_the_process_is_up(client: TestClient) -> None:
+    response = client.get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+def test_readyz_says_ready_with_the_schema_at_head(client: TestClient) -> None:
+    response = client.get("/readyz")
+    assert (response.status_code, response.json()) == (200, {"status": "ready"})
+
+
+def test_readyz_refuses_a_schema_behind_head(client: TestClient, engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '0002'"))
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["code"] == "not_migrated"
+    assert "at revision 0002, head is 0003: run `clubwire migrate`" in problem["detail"]
+
+
+def test_without_a_database_readyz_refuses_and_the_rest_still_answers(
+    client: TestClient, settings: Settings
+) -> None:
+    _make_unreachable(client, settings)
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["code"] == "database_unreachable"
+    assert ready.json()["detail"].startswith("The database cannot be reached")
+    assert client.get("/healthz").status_code == 200
+    found = scrape(client)
+    assert found[("clubwire_database_up", ())] == 0
+    assert ("clubwire_deliveries_due", ()) not in found
+
+
+# ---------------------------------------------------------------------------- metrics
+
+
+def test_requests_are_counted_by_family_and_status(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    with sessions.begin() as session:
+        _, key = make_key(session, make_club(session))
+    client.get(API, headers={"Authorization": f"Bearer {key}"})
+    client.get(API, headers={"Authorization": f"Bearer {key}"})
+    client.get(API)
+    client.get("/internal/v1/clubs/granite")
+    client.get("/settings/granite/webhooks", follow_redirects=False)
+    client.get("/healthz")
+    found = scrape(client)
+    assert requests_of(found, "api", 200) == 2
+    assert requests_of(found, "api", 401) == 1
+    assert requests_of(found, "other", 200) == 1  # /healthz; this scrape counts after it
+    counted = {labels: value for (name, labels), value in found.items() if name == REQUESTS_TOTAL}
+    by_family = {family: 0.0 for family in ("api", "internal", "ui", "other")}
+    for labels, value in counted.items():
+        by_family[dict(labels)["family"]] += value
+    assert by_family == {"api": 3, "internal": 1, "ui": 1, "other": 1}
+
+
+def test_the_due_queue_is_read_at_scrape_time(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings, clock: FakeClock
+) -> None:
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, settings)
+        for _ in range(3):
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+    clock.advance(seconds=90)
+    found = scrape(client)
+    assert found[("clubwire_database_up", ())] == 1
+    assert found[("clubwire_deliveries_due", ())] == 3
+    assert found[("clubwire_oldest_due_delivery_age_seconds", ())] == 90
+
+
+def test_an_empty_queue_is_zero(client: TestClient) -> None:
+    found = scrape(client)
+    assert found[("clubwire_deliveries_due", ())] == 0
+    assert found[("clubwire_oldest_due_delivery_age_seconds", ())] == 0
+
+
+# ---------------------------------------------------------------------------- log lines
+
+
+def test_each_request_has_an_id_and_one_log_line(
+    client: TestClient, sessions: sessionmaker[Session], captured: Captured
+) -> None:
+    with sessions.begin() as session:
+        record, key = make_key(session, make_club(session))
+    first = client.get(f"{API}?page=2", headers={"Authorization": f"Bearer {key}"})
+    second = client.get(API, headers={"Authorization": "Bearer cw_live_unknown123_" + "x" * 32})
+    ids = [first.headers["x-request-id"], second.headers["x-request-id"]]
+    assert ids[0] != ids[1]
+    lines = captured.events("request")
+    assert [line["request_id"] for line in lines] == ids
+    assert lines[0] | {"time": "t", "duration_ms": 1} == {
+        "time": "t",
+        "level": "info",
+        "event": "request",
+        "request_id": ids[0],
+        "method": "GET",
+        "path": API,
+        "status": 200,
+        "duration_ms": 1,
+        "club": "granite",
+        "key_prefix": record.prefix,
+    }
+    assert lines[0]["duration_ms"] >= 0
+    assert (lines[1]["status"], lines[1]["key_prefix"]) == (401, "unknown123")
+
+
+def test_no_secret_reaches_the_logs(
+    hooks: Settings,
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    captured: Captured,
+) -> None:
+    """A realistic flow: a signed-in admin creates an endpoint and sends a test to a real
+    receiver; a program calls the API with a key, once with a secret in the query."""
+    with sessions.begin() as session:
+        _, key = make_key(session, make_club(session, "granite"))
+    make_staff(sessions, ADMIN, clubs=["granite"])
+    tab = "/settings/granite/webhooks"
+    with browser(hooks, FakeClock()) as web:
+        web.sign_in(ADMIN)
+        web.get(tab)
+        created = web.post(tab, {"url": receiver.url, "event": ["registration.created"]})
+        with sessions() as session:
+            endpoint_id = session.scalars(select(Endpoint.id)).one()
+        assert web.post(f"{tab}/{endpoint_id}/test").status_code == 200
+        web.client.get(API, headers={"Authorization": f"Bearer {key}"})
+        web.client.get(f"{API}?api_key={key}&token=query-secret-123")
+        cookie = web.client.cookies["clubwire_session"]
+        found = scrape(web.client)
+    (arrived,) = receiver.wait_for(1)
+    secrets_seen = {
+        "API key": key,
+        "API key secret": key.rsplit("_", 1)[1],
+        "signing secret": _signing_secret(created.text),
+        "session cookie": cookie,
+        "signature": arrived.headers["X-Service-Signature"],
+        "query string": "query-secret-123",
+        "Authorization value": "Bearer ",
+    }
+    ours = [line for line in captured.lines() if line.get("logger") not in TEST_HARNESS]
+    log = orjson.dumps(ours).decode()
+    assert [name for name, value in secrets_seen.items() if value in log] == []
+    (attempt,) = captured.events("attempt")
+    assert (attempt["trigger"], attempt["outcome"], attempt["response_code"]) == (
+        "test",
+        "succeeded",
+        200,
+    )
+    assert attempts_of(found, "succeeded", "test") == 1
+
+
+def _signing_secret(page: str) -> str:
+    start = page.index("whsec_")
+    end = start + len("whsec_")
+    while page[end].isalnum():
+        end += 1
+    return page[start:end]
+
+
+# ---------------------------------------------------------------------------- the worker
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _fetch(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.status, response.read()
+
+
+def test_a_worker_counts_and_logs_attempts_and_serves_its_metrics(
+    hooks: Settings,
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    captured: Captured,
+) -> None:
+    with sessions.begin() as session:
+        club = make_club(session)
+        endpoint, _ = make_endpoint(session, club, hooks, receiver.url, ("registration.created",))
+        event, _ = events.publish(session, club, "registration.created", registration(), EPOCH)
+    served = hooks.model_copy(update={"worker_metrics_port": _free_port()})
+    base = f"http://127.0.0.1:{served.worker_metrics_port}"
+    metrics = Metrics()
+
+    async def run() -> tuple[tuple[int, bytes], tuple[int, bytes]]:
+        with metrics.watching_queue(sessions):
+            async with (
+                running.running(served, sessions, metrics=metrics),
+                exposition.serving(served, metrics),
+            ):
+                await asyncio.to_thread(receiver.wait_for, 1)
+                for _ in range(200):
+                    if captured.events("attempt"):
+                        break
+                    await asyncio.sleep(0.01)
+                health = await asyncio.to_thread(_fetch, f"{base}/healthz")
+                return health, await asyncio.to_thread(_fetch, f"{base}/metrics")
+
+    health, scraped = asyncio.run(run())
+    assert health == (200, b'{"status":"ok"}')
+    found = samples(scraped[1].decode())
+    assert attempts_of(found, "succeeded", "scheduled") == 1
+    assert found[("clubwire_delivery_attempt_duration_seconds_count", ())] == 1
+    assert ("clubwire_deliveries_due", ()) in found
+    (line,) = captured.events("attempt")
+    expected: dict[str, Any] = {
+        "event_id": event.id,
+        "endpoint_id": endpoint.id,
+        "club_id": club.id,
+        "trigger": "scheduled",
+        "attempt": 1,
+        "outcome": "succeeded",
+        "response_code": 200,
+        "error": None,
+    }
+    assert {name: line[name] for name in expected} == expected
+    assert line["delivery_id"].startswith("dlv_")
+    assert isinstance(line["duration_ms"], int)
+
+
+# ---------------------------------------------------------------------------- clubwire prune
+
+
+def test_prune_deletes_old_history_once_and_says_how_much(
+    run: Invoke, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, settings)
+        club.webhooks_enabled = False  # the event is recorded with no deliveries
+        old = timestamps.utc_now() - timedelta(days=31)
+        events.publish(session, club, "registration.created", registration(), old)
+    printed = orjson.loads(ok(run("prune", "--json")).out)
+    assert printed == {"attempts": 0, "deliveries": 0, "events": 1, "retentionDays": 30}
+    assert ok(run("prune")).out == (
+        "Deleted 0 attempts, 0 deliveries and 0 events older than 30 days.\n"
+    )

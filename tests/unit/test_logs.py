@@ -1,0 +1,91 @@
+"""JSON log lines: ordinary records and event lines, as ``logs.configure`` writes them."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from datetime import datetime
+
+import orjson
+import pytest
+
+from clubwire import logs
+from tests.logcapture import capturing
+
+
+def test_an_event_is_one_json_line_with_its_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    with capturing(monkeypatch, "info") as captured:
+        logs.event("request", {"method": "GET", "status": 200, "club": None})
+    (line,) = captured.lines()
+    assert line.pop("time").endswith("Z")
+    assert line == {
+        "level": "info",
+        "event": "request",
+        "method": "GET",
+        "status": 200,
+        "club": None,
+    }
+    assert captured.getvalue().count("\n") == 1
+
+
+def test_lines_below_the_level_are_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    chatty = logging.getLogger("clubwire.test.chatty")
+    monkeypatch.setattr(chatty, "level", logging.INFO)  # as uvicorn sets its own loggers
+    with capturing(monkeypatch, "warning") as captured:
+        logs.event("request", {"status": 200})
+        logs.event("pruned", {"events": 3}, logging.WARNING)
+        chatty.info("started")
+    assert [line["event"] for line in captured.lines()] == ["pruned"]
+
+
+def test_ordinary_records_become_json_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    with capturing(monkeypatch, "info") as captured:
+        logging.getLogger("clubwire.test").info("hello %s", "there")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("clubwire.test").exception("it broke")
+        logging.getLogger("clubwire.test").debug("not shown")
+    hello, broke = captured.lines()
+    assert datetime.fromisoformat(hello["time"]).tzinfo is not None
+    assert {k: hello[k] for k in ("level", "logger", "message")} == {
+        "level": "info",
+        "logger": "clubwire.test",
+        "message": "hello there",
+    }
+    assert broke["level"] == "error"
+    assert "ValueError: boom" in broke["error"]
+
+
+def test_without_configure_events_go_through_standard_logging(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, "clubwire.events"):
+        logs.event("attempt", {"outcome": "succeeded"})
+    (record,) = caplog.records
+    assert (record.getMessage(), record.fields) == ("attempt", {"outcome": "succeeded"})  # type: ignore[attr-defined]
+    assert '"outcome":"succeeded"' in logs.JsonFormatter().format(record)
+
+
+def test_in_an_event_loop_lines_are_flushed_together_shortly_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(logs, "FLUSH_AFTER", 0.01)
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(io.BufferedWriter(raw, buffer_size=1 << 16))
+
+    async def two_lines() -> tuple[bytes, bytes]:
+        logs.event("request", {"status": 200})
+        logs.event("request", {"status": 404})
+        before = raw.getvalue()
+        await asyncio.sleep(0.05)
+        return before, raw.getvalue()
+
+    with capturing(monkeypatch, "info", stream):
+        before, after = asyncio.run(two_lines())
+        logs.event("pruned", {"events": 1})  # no loop: at once
+        outside = raw.getvalue()
+    assert before == b""
+    assert [orjson.loads(line)["status"] for line in after.splitlines()] == [200, 404]
+    assert orjson.loads(outside.splitlines()[-1])["event"] == "pruned"
