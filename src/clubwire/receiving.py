@@ -89,6 +89,7 @@ class Arrival:
     seconds: float
     signed_at: int | None  # None: the signature was rejected, for ``problem``
     problem: str | None = None
+    signature: str | None = None  # the X-Service-Signature header, as it came
 
     def envelope(self) -> dict[str, object] | None:
         """The body as JSON, when it is a JSON object."""
@@ -125,16 +126,34 @@ class Receiver:
         body = await request.read()
         kind = request.headers.get("X-Service-Event", "(no event kind)")
         delivery_id = request.headers.get("X-Service-Delivery", "(no delivery id)")
+        signature = request.headers.get(signing.HEADER)
         try:
-            signed_at = signing.verify(body, request.headers.get(signing.HEADER), self._secret)
+            signed_at = signing.verify(body, signature, self._secret)
         except signing.SignatureError as exc:
-            self._report(Arrival(kind, delivery_id, body, 400, 0.0, None, str(exc)))
+            self._report(Arrival(kind, delivery_id, body, 400, 0.0, None, str(exc), signature))
             return web.Response(status=400, text=f"signature rejected: {exc}")
         answer = self._answer()
         await asyncio.sleep(answer.delay)
         seconds = time.monotonic() - started
-        self._report(Arrival(kind, delivery_id, body, answer.status, seconds, signed_at))
+        self._report(
+            Arrival(kind, delivery_id, body, answer.status, seconds, signed_at, None, signature)
+        )
         return web.Response(status=answer.status, text=f"answered {answer.status}")
+
+
+BODY_FILE = "body.json"
+SIGNATURE_FILE = "signature.txt"
+
+
+def keep(folder: Path, body: bytes, signature: str) -> None:
+    """Save a delivery as it came, for checking by hand: the exact body bytes in
+    ``body.json`` and the ``X-Service-Signature`` header in ``signature.txt`` (each file
+    replaced whole, so a reader never sees half of one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in ((BODY_FILE, body), (SIGNATURE_FILE, f"{signature}\n".encode())):
+        draft = folder / f".{name}.draft"
+        draft.write_bytes(data)
+        draft.replace(folder / name)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from clubwire import receiving, signing
 from clubwire.domain import events
 from clubwire.storage import database
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, User
@@ -103,6 +104,11 @@ def test_the_demo_does_what_it_prints_and_keeps_its_data(tmp_path: Path) -> None
 
         out = first.until(lambda out: len(_arrivals(out)) >= 5, "verified deliveries")
         assert {kind for kind, *_ in _arrivals(out)} <= set(events.SUBSCRIBABLE)
+        check = re.search(r"WEBHOOK_SECRET=(whsec_\w+) node check-delivery\.mjs (\S+)", out)
+        assert check, out
+        kept = Path(check[2])
+        signature = (kept / receiving.SIGNATURE_FILE).read_text().strip()
+        signing.verify((kept / receiving.BODY_FILE).read_bytes(), signature, check[1])
         first.until(_retried, "a retried delivery", timeout=30)
 
         base_url = f"http://127.0.0.1:{port}"

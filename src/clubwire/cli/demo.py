@@ -14,6 +14,7 @@ import random
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LAST_DELIVERY = Path("demo", "last-delivery")  # in the settings' home folder
 RETRY_SCHEDULE = (10, 30, 60, 300, 900)  # so that retries show within a minute
 INTERVAL_SECONDS = (2.0, 5.0)
 FAILURE_RATE = 1 / 6
@@ -56,8 +58,9 @@ def demo(host: str, port: int, interval: float | None) -> None:
             seeded = demo_service.seed(session, now)
             demo_service.seed_staff(session, now)
             secret = demo_service.seed_endpoint(session, now, current, receiver_url)
-        _introduce(current, seeded, receiver_url)
-        receiver = receiving.Receiver(secret, _report, _flaky(random.Random()))
+        kept = current.home / LAST_DELIVERY
+        _introduce(current, seeded, receiver_url, secret, kept)
+        receiver = receiving.Receiver(secret, _reporter(kept), _flaky(random.Random()))
         service = _service(receiver, tls, listening, interval)
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises again the Ctrl-C it handled
             server.run(current, host, port, [service])
@@ -84,7 +87,9 @@ def _settings(host: str, port: int) -> tuple[Settings, receiving.Authority]:
     return current.model_copy(update=update), tls
 
 
-def _introduce(current: Settings, seeded: demo_service.Seeded, receiver_url: str) -> None:
+def _introduce(
+    current: Settings, seeded: demo_service.Seeded, receiver_url: str, secret: str, kept: Path
+) -> None:
     base_url = current.club_base_url(seeded.slug)
     staff = "".join(
         f"  {'superadmin' if s.superadmin else 'club admin'}  {s.email}  password {s.password}\n"
@@ -100,13 +105,23 @@ def _introduce(current: Settings, seeded: demo_service.Seeded, receiver_url: str
         f"API document: {base_url}/api/v1/openapi.json\n\n"
         f"Webhooks: a demo event every few seconds goes to the demo's receiver at {receiver_url}.\n"
         "It answers 503 to about one delivery in six and is sometimes slow, so retries show.\n"
-        "Each delivery it receives is printed below, one line each (receiver ✓ …).\n\n"
+        "Each delivery it receives is printed below, one line each (receiver ✓ …); the latest\n"
+        f"verified one is kept in {kept}. Check it yourself with the Node.js example of\n"
+        "docs/receiving-webhooks.md (the endpoint's signing secret is new each run):\n"
+        f"  WEBHOOK_SECRET={secret} node check-delivery.mjs {kept}\n\n"
         "Ctrl-C stops.\n"
     )
 
 
-def _report(arrival: receiving.Arrival) -> None:
-    click.echo(f"receiver {arrival.summary()}")
+def _reporter(kept: Path) -> Callable[[receiving.Arrival], None]:
+    """Prints each arrival, and keeps the latest verified one in ``kept``."""
+
+    def report(arrival: receiving.Arrival) -> None:
+        click.echo(f"receiver {arrival.summary()}")
+        if arrival.problem is None and arrival.signature is not None:
+            receiving.keep(kept, arrival.body, arrival.signature)
+
+    return report
 
 
 def _flaky(rng: random.Random) -> Callable[[], receiving.Answer]:

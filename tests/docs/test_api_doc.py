@@ -1,0 +1,138 @@
+"""docs/api.md shows what the real server answers: the program list, and every error exactly
+(status line, the headers shown, and the body), each error case the service has included."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import re
+from urllib.parse import urlsplit
+
+import pytest
+
+from clubwire.domain import keys
+from clubwire.web import problems
+from tests.docs import markdown
+from tests.docs.conftest import SLUG, World
+
+DOC = markdown.DOCS / "api.md"
+PROGRAMS = f"/clubs/{SLUG}/api/v1/programs"
+
+
+def _blocks(lang: str) -> list[markdown.Block]:
+    return [b for b in markdown.blocks(DOC) if b.lang == lang]
+
+
+def _request(
+    world: World, key: str | None, path: str = PROGRAMS, method: str = "GET"
+) -> http.client.HTTPResponse:
+    parts = urlsplit(world.url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    headers = {} if key is None else {"Authorization": key}
+    connection.request(method, path, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
+
+
+def _answer(world: World, key: str | None, path: str = PROGRAMS, method: str = "GET") -> str:
+    """The answer as an ``http`` block shows it: status line, then every header, then body."""
+    parts = urlsplit(world.url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    connection.request(method, path, headers={} if key is None else {"Authorization": key})
+    response = connection.getresponse()
+    body = response.read().decode()
+    connection.close()
+    headers = "\n".join(f"{name}: {value}" for name, value in response.getheaders())
+    return f"HTTP/1.1 {response.status} {response.reason}\n{headers}\n\n{body}"
+
+
+def _answers_shown() -> list[markdown.Block]:
+    answers = [b for b in _blocks("http") if b.text.startswith("HTTP/1.1 ")]
+    assert len(answers) >= 10
+    return answers
+
+
+def _internal_error() -> str:
+    response = asyncio.run(problems._unexpected(None, RuntimeError("shown in the docs")))  # type: ignore[arg-type]
+    headers = "\n".join(f"{name}: {value}" for name, value in response.headers.items())
+    return f"HTTP/1.1 500 Internal Server Error\n{headers}\n\n{bytes(response.body).decode()}"
+
+
+def _cases(world: World) -> dict[str, str]:
+    bearer = f"Bearer {world.key}"
+    return {
+        "no key": _answer(world, None),
+        "key in the URL": _answer(world, None, f"{PROGRAMS}?api_key={world.key}"),
+        "not a key": _answer(world, "Bearer hello"),
+        "unknown key": _answer(world, bearer[:-4] + ("AAAA" if bearer[-4:] != "AAAA" else "BBBB")),
+        "another club's key": _answer(world, f"Bearer {world.other_club_key}"),
+        "revoked": _answer(world, f"Bearer {world.revoked_key}"),
+        "module off": _answer(
+            world, f"Bearer {world.module_off_key}", "/clubs/slate/api/v1/programs"
+        ),
+        "no scope": _answer(world, f"Bearer {world.games_only_key}"),
+        "no such path": _answer(world, bearer, f"/clubs/{SLUG}/api/v1/members"),
+        "wrong method": _answer(world, bearer, PROGRAMS, "POST"),
+        "server fault": _internal_error(),
+    }
+
+
+def _parse(answer: str) -> tuple[str, dict[str, str], object]:
+    head, _, body = answer.partition("\n\n")
+    status, *lines = head.splitlines()
+    headers = dict(line.split(": ", 1) for line in lines)
+    return status, {name.lower(): value for name, value in headers.items()}, json.loads(body)
+
+
+def _shown(block: markdown.Block) -> tuple[str, dict[str, str], object]:
+    return _parse(block.text.strip())
+
+
+def _matches(shown: tuple[str, dict[str, str], object], real: str) -> bool:
+    status, headers, body = shown
+    real_status, real_headers, real_body = _parse(real)
+    same_headers = all(real_headers.get(name) == value for name, value in headers.items())
+    return status == real_status and same_headers and body == real_body
+
+
+def test_every_error_shown_is_what_the_server_answers(world: World) -> None:
+    answers = _cases(world)
+    for block in _answers_shown():
+        shown = _shown(block)
+        assert any(_matches(shown, real) for real in answers.values()), (
+            f"{block.name} is not what the server answers:\n{block.text}\n\n"
+            + "\n\n".join(answers.values())
+        )
+
+
+def test_every_error_case_is_shown(world: World) -> None:
+    shown = [_shown(b) for b in _answers_shown()]
+    for case, real in _cases(world).items():
+        assert any(_matches(s, real) for s in shown), f"no example of {case}:\n{real}"
+        if _parse(real)[1].get("www-authenticate"):
+            assert any(_matches(s, real) and "www-authenticate" in s[1] for s in shown)
+
+
+def test_the_program_list_shown_is_what_the_server_answers(world: World) -> None:
+    (example,) = _blocks("json")
+    answer = _answer(world, f"Bearer {world.key}")
+    status, headers, body = _parse(answer)
+    assert status == "HTTP/1.1 200 OK"
+    assert headers["content-type"] == "application/json"
+    assert json.loads(example.text) == body
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_the_methods_named_are_served(world: World, method: str) -> None:
+    assert _request(world, f"Bearer {world.key}", method=method).status == 200
+
+
+def test_the_example_keys_have_the_real_shape() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    shown = set(re.findall(r"cw_live_[0-9A-Za-z]+_[0-9A-Za-z]+", text))
+    assert shown
+    for key in shown:
+        assert keys.parse(key) is not None, key

@@ -1,0 +1,225 @@
+"""Every code example in README.md and docs/*.md runs (the convention: tests/docs/markdown.py).
+
+``python`` and ``js`` blocks run one by one; a document's ``sh`` blocks run together as one
+script (docs/operations.md's against PostgreSQL, in test_operations.py). A ``receiver`` block
+must accept a real signed delivery, and a copy of it, and refuse forged and stale ones.
+"""
+
+from __future__ import annotations
+
+import http.client
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from clubwire import receiving, settings, signing
+from clubwire.cli import demo
+from tests.browser.live_server import free_port
+from tests.docs import markdown
+from tests.docs.conftest import WEBHOOK_PATH, World, require
+
+RUN_TIMEOUT = 60.0
+START_TIMEOUT = 20.0
+FORWARDED = ("Content-Type", "User-Agent", "X-Service-Event", "X-Service-Delivery")
+
+SHELL_ELSEWHERE = {"operations.md": "runs against PostgreSQL in test_operations.py"}
+
+
+def _scripts() -> list[markdown.Block]:
+    return [b for b in markdown.all_blocks() if b.runnable and b.lang not in markdown.SHELL]
+
+
+def _shell_documents() -> list[Path]:
+    return [
+        doc
+        for doc in markdown.documents()
+        if doc.name not in SHELL_ELSEWHERE
+        and any(b.lang in markdown.SHELL for b in markdown.blocks(doc))
+    ]
+
+
+SCRIPTS = _scripts()
+
+
+def workdir(doc: Path, folder: Path) -> Path:
+    """A folder holding every block of ``doc`` under its script name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for block in markdown.blocks(doc):
+        if block.runnable:
+            (folder / block.script_name).write_text(block.text, encoding="utf-8")
+    return folder
+
+
+def command(block: markdown.Block) -> list[str]:
+    if block.lang in markdown.NODE:
+        return [require("node"), block.script_name]
+    return [sys.executable, block.script_name]
+
+
+def test_every_block_has_a_language() -> None:
+    unlabelled = [b.name for b in markdown.all_blocks() if not b.lang]
+    assert unlabelled == [], "give these blocks a language (see tests/docs/markdown.py)"
+
+
+def test_the_guides_have_examples_in_every_language() -> None:
+    langs = {b.lang for b in SCRIPTS if b.receiver}
+    assert {"python", "js"} <= langs
+    assert len([b for b in SCRIPTS if b.receiver]) >= 3
+
+
+@pytest.mark.parametrize("block", SCRIPTS, ids=[b.name for b in SCRIPTS])
+def test_example_runs(
+    block: markdown.Block, world: World, example_env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = workdir(block.doc, tmp_path)
+    # A delivery saved where and as the demo keeps its latest one (check-delivery.mjs).
+    saved = folder / settings.HOME / demo.LAST_DELIVERY
+    receiving.keep(saved, world.delivery.body, world.delivery.headers[signing.HEADER])
+    if block.receiver:
+        check_receiver(block, folder, world, example_env)
+        return
+    done = subprocess.run(
+        command(block),
+        cwd=folder,
+        env=example_env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"{block.name} failed:\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.mark.parametrize(
+    "doc", _shell_documents(), ids=[d.name for d in _shell_documents()] or None
+)
+def test_shell_examples_run(doc: Path, example_env: dict[str, str], tmp_path: Path) -> None:
+    output = run_shell(doc, example_env, tmp_path)
+    assert output.strip(), f"the shell examples of {doc.name} printed nothing"
+
+
+def run_shell(doc: Path, env: dict[str, str], folder: Path, timeout: float = RUN_TIMEOUT) -> str:
+    """The ``sh`` blocks of ``doc`` as one script; fails the test if it fails."""
+    if any("curl " in b.text for b in markdown.blocks(doc) if b.lang in markdown.SHELL):
+        require("curl")
+    script = "\n".join(b.text for b in markdown.blocks(doc) if b.lang in markdown.SHELL)
+    path = workdir(doc, folder) / "examples.sh"
+    path.write_text(script, encoding="utf-8")
+    process = subprocess.Popen(
+        ["bash", "-euo", "pipefail", str(path)],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    finally:
+        _stop_group(process)
+    assert process.returncode == 0, f"the shell examples of {doc.name} failed:\n{output}"
+    return output
+
+
+def _stop_group(process: subprocess.Popen[str]) -> None:
+    """End what the script left running: its own process group, started by this test."""
+    import os
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------- receivers
+
+
+def check_receiver(block: markdown.Block, folder: Path, world: World, env: dict[str, str]) -> None:
+    port = free_port()
+    with running(block, folder, {**env, "PORT": str(port)}) as output:
+        for case, (header, body, accepted) in forged_deliveries(world).items():
+            status, answer = post(port, header, body, world)
+            verdict = 200 <= status < 300 if accepted else 400 <= status < 500
+            assert verdict, (
+                f"{block.name}: {case}: answered {status} {answer!r}\n{output.read_text()}"
+            )
+
+
+def forged_deliveries(world: World) -> dict[str, tuple[str | None, bytes, bool]]:
+    """Case → (signature header, body, whether a correct receiver accepts it)."""
+    real = world.delivery.headers["X-Service-Signature"]
+    body = world.delivery.body
+    t = int(real.partition(",")[0].removeprefix("t="))
+    v1 = real.partition("v1=")[2]
+    now = int(time.time())
+    tampered = body.replace(b'"status":"active"', b'"status":"waitlisted"', 1)
+    assert tampered != body
+    return {
+        "the real delivery": (real, body, True),
+        "the same delivery again": (real, body, True),
+        "several v1 values, one right": (f"t={t},v1={'0' * 64},v1={v1}", body, True),
+        "a tampered body": (real, tampered, False),
+        "another secret": (signing.sign("whsec_" + "x" * 32, now, body), body, False),
+        "a stale timestamp": (signing.sign(world.secret, now - 301, body), body, False),
+        "no signature": (None, body, False),
+    }
+
+
+def post(port: int, header: str | None, body: bytes, world: World) -> tuple[int, bytes]:
+    headers = {name: world.delivery.headers[name] for name in FORWARDED}
+    if header is not None:
+        headers[signing.HEADER] = header
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("POST", WEBHOOK_PATH, body, headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+@contextmanager
+def running(block: markdown.Block, folder: Path, env: dict[str, str]) -> Iterator[Path]:
+    """The receiver, started and answering on ``$PORT`` until the block ends."""
+    output = folder / f"{block.script_name}.log"
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            command(block), cwd=folder, env=env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_until_listening(process, int(env["PORT"]), output)
+        yield output
+        assert process.poll() is None, f"{block.name} exited:\n{output.read_text()}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def wait_until_listening(process: subprocess.Popen[bytes], port: int, output: Path) -> None:
+    import socket
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the receiver exited with {process.returncode}:\n{output.read_text()}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"the receiver did not listen within {START_TIMEOUT} s:\n{output.read_text()}")

@@ -1,0 +1,58 @@
+"""docs/operations.md works as written: its ``sh`` steps run against the local PostgreSQL.
+
+They create a database (named by ``PGDATABASE``: a fresh one per run), migrate it, start
+``clubwire serve`` and ``clubwire worker``, call the API and stop them; the database is
+dropped afterwards whatever happens.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.browser.live_server import free_port
+from tests.conftest import POSTGRES_URL, REQUIRE_POSTGRES
+from tests.docs import markdown
+from tests.docs.conftest import base_env
+from tests.docs.test_examples import run_shell
+
+DOC = markdown.DOCS / "operations.md"
+
+
+def _admin() -> psycopg.Connection[tuple[object, ...]]:
+    try:
+        return psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        reason = f"PostgreSQL is unreachable at {POSTGRES_URL}: {str(exc).strip()}"
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{reason} (CLUBWIRE_REQUIRE_POSTGRES=1)")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def database_name() -> Iterator[str]:
+    name = f"clubwire_docs_{secrets.token_hex(6)}"
+    with _admin() as admin:
+        try:
+            yield name
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_the_postgresql_steps_run_as_written(database_name: str, tmp_path: Path) -> None:
+    env = {**base_env(), "PGDATABASE": database_name, "PORT": str(free_port())}
+    output = run_shell(DOC, env, tmp_path, timeout=90)
+    assert '{"data":[]}' in output, output
+    with _admin() as admin:
+        found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database_name,))
+        assert found.fetchone() is None, "the steps end by dropping their database"
+
+
+def test_the_steps_start_and_stop_both_roles() -> None:
+    script = "\n".join(b.text for b in markdown.blocks(DOC) if b.lang in markdown.SHELL)
+    for step in ("createdb", "clubwire migrate", "clubwire serve", "clubwire worker", "kill"):
+        assert step in script
