@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Sequence
 
@@ -34,4 +35,6 @@ def run(settings: Settings, host: str, port: int, services: Sequence[Service] = 
     # collections under load stay short (they took 50-60 ms before; bench/api.py).
     gc.collect()
     gc.freeze()
-    uvicorn.Server(config).run()
+    # uvicorn raises the Ctrl-C it handled again once it has shut down: a clean stop.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -202,9 +203,15 @@ def test_serve_answers_the_api_in_a_real_process(
             {"Authorization": f"Bearer {key}"},
         )
         assert [p["id"] for p in json.loads(body)["data"]] == ["a"]
+        server.send_signal(signal.SIGINT)  # Ctrl-C: a clean stop, not an error
+        output = server.communicate(timeout=20)[0].decode()
     finally:
-        server.terminate()
-        output = server.communicate(timeout=10)[0].decode()
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    assert server.returncode == 0, output
+    assert "aborted" not in output
+    assert "Traceback" not in output
     assert key not in output
 
 
@@ -233,5 +240,6 @@ def test_serve_refuses_an_unmigrated_postgres_schema(
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
-        "clubwire: error: The database schema is not at the latest version: run `clubwire migrate`."
+        "clubwire: error: The database schema is at revision none, the newest is "
+        f"{migrate.head()}: run `clubwire migrate`."
     ]

@@ -62,8 +62,7 @@ def demo(host: str, port: int, interval: float | None) -> None:
         _introduce(current, seeded, receiver_url, secret, kept)
         receiver = receiving.Receiver(secret, _reporter(kept), _flaky(random.Random()))
         service = _service(receiver, tls, listening, interval)
-        with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises again the Ctrl-C it handled
-            server.run(current, host, port, [service])
+        server.run(current, host, port, [service])
     click.echo("clubwire demo: stopped.")
 
 

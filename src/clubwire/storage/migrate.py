@@ -40,5 +40,9 @@ def current(engine: Engine) -> str | None:
 
 def require_head(engine: Engine) -> None:
     """Refuse to run against a schema that is not the newest one."""
-    if current(engine) != head():
-        raise errors.NotMigrated()
+    at, newest = current(engine), head()
+    if at != newest:
+        raise errors.NotMigrated(
+            f"The database schema is at revision {at or 'none'}, the newest is {newest}: "
+            "run `clubwire migrate`."
+        )
