@@ -47,6 +47,7 @@ LOG_TAIL_LINES = 40
 
 PAGES = pytest.StashKey[list[tuple[Page, Path]]]()
 SERVERS = pytest.StashKey[list[live.LiveServer]]()
+STOPS = pytest.StashKey[list[ExitStack]]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -89,14 +90,16 @@ def start_server(
 ) -> live.StartServer:
     """Start ``clubwire serve`` on the test's database; it trusts ``ca_bundle`` if given.
 
-    Each server is stopped when the test ends, before any fixture is torn down: so a
-    ``receiver`` (or anything else the server talks to) outlives it.
+    Each server is stopped when the test ends, before any fixture is torn down
+    (``pytest_runtest_teardown``), so a ``receiver`` (or anything else the server talks to)
+    outlives it, whichever fixture was set up first.
     """
 
     def start(*, ca_bundle: Path | None = None, **env: str) -> str:
         stack = ExitStack()
         server = stack.enter_context(live.serve(settings, tmp_path, ca_bundle, env))
-        request.node.addfinalizer(stack.close)
+        request.node.addfinalizer(stack.close)  # if teardown never gets that far
+        request.node.stash.setdefault(STOPS, []).append(stack)
         request.node.stash.setdefault(SERVERS, []).append(server)
         return server.url
 
@@ -167,6 +170,14 @@ def _page(
         yield page
     finally:
         context.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Stop the test's servers before its fixtures go (closing twice does nothing)."""
+    stacks: list[ExitStack] = item.stash.get(STOPS, [])
+    for stack in reversed(stacks):
+        stack.close()
 
 
 @pytest.hookimpl(wrapper=True)
