@@ -121,6 +121,14 @@ def _writer(stream: TextIO) -> Callable[[bytes], None]:
     return write
 
 
+def enabled(level: int = logging.INFO) -> bool:
+    """Whether an event line at ``level`` would be written: callers on hot paths ask before
+    building its fields."""
+    if _destination.write is None:
+        return _fallback.isEnabledFor(level)
+    return level >= _destination.level
+
+
 def event(name: str, fields: dict[str, object], level: int = logging.INFO) -> None:
     """One event line: ``{"time", "level", "event": name, **fields}``."""
     write = _destination.write

@@ -36,7 +36,9 @@ def test_lines_below_the_level_are_left_out(monkeypatch: pytest.MonkeyPatch) -> 
         logs.event("request", {"status": 200})
         logs.event("pruned", {"events": 3}, logging.WARNING)
         chatty.info("started")
+        asked = (logs.enabled(), logs.enabled(logging.WARNING))
     assert [line["event"] for line in captured.lines()] == ["pruned"]
+    assert asked == (False, True)  # so hot paths skip building lines that would be left out
 
 
 def test_ordinary_records_become_json_too(monkeypatch: pytest.MonkeyPatch) -> None:

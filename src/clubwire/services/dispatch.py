@@ -139,41 +139,20 @@ _JOB_COLUMNS = (
 )
 
 
+# A job's first fields: delivery, club and endpoint ids, kind, URL, sealed secret, body.
+_JobHead = tuple[str, str, str, str, str, str, bytes]
+
+
 def _jobs(session: Session, rows: Sequence[Any], lease_until: datetime, now: datetime) -> list[Job]:
+    """The claimed rows as jobs, in ``_JOB_COLUMNS`` order (the Job's own, then whether the
+    endpoint and the club's module are on); deliveries with either off are stopped instead."""
     jobs, stopped = [], []
-    for row in rows:
-        (
-            delivery_id,
-            club_id,
-            endpoint_id,
-            kind,
-            url,
-            sealed,
-            body,
-            status,
-            attempts,
-            trigger,
-            enabled,
-            on,
-        ) = row
+    for *fields, status, attempts, trigger, enabled, on in rows:
         if not (enabled and on):
-            stopped.append(delivery_id)
+            stopped.append(fields[0])
             continue
-        jobs.append(
-            Job(
-                delivery_id,
-                club_id,
-                endpoint_id,
-                kind,
-                url,
-                sealed,
-                body,
-                Status(status),
-                attempts,
-                Trigger(trigger),
-                lease_until,
-            )
-        )
+        head = cast(_JobHead, tuple(fields))
+        jobs.append(Job(*head, Status(status), attempts, Trigger(trigger), lease_until))
     if stopped:
         _stop(session, stopped, now)
     return jobs

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.settings import Settings
@@ -32,11 +32,8 @@ def engine_for(settings: Settings, worker: bool = False) -> Engine:
     """An engine for the configured database; SQLite gets WAL and foreign keys."""
     url = make_url(settings.sqlalchemy_url)
     if url.get_backend_name() != "sqlite":
-        args: dict[str, Any] = {}
-        if "connect_timeout" not in url.query:
-            args["connect_timeout"] = CONNECT_TIMEOUT
+        args = postgres_connect_args(url, worker)
         if worker:
-            args |= WORKER_POSTGRES_OPTIONS
             return create_engine(url, connect_args=args, pool_recycle=300)
         return create_engine(url, connect_args=args, pool_pre_ping=True)
     if url.database and url.database != ":memory:":
@@ -44,6 +41,15 @@ def engine_for(settings: Settings, worker: bool = False) -> Engine:
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_on_connect)
     return engine
+
+
+def postgres_connect_args(url: URL, worker: bool) -> dict[str, Any]:
+    """What psycopg connects with, beyond the URL: the connect timeout (unless the URL has
+    one), and for a worker its options."""
+    args: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        args["connect_timeout"] = CONNECT_TIMEOUT
+    return args | WORKER_POSTGRES_OPTIONS if worker else args
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: object) -> None:

@@ -63,7 +63,8 @@ class RequestTelemetry:
             await self.app(scope, receive, send_with_id)
         finally:
             self._counts[family(scope["path"]), status] += 1
-            logs.event("request", _line(scope, request_id, status, perf_counter() - started))
+            if logs.enabled():
+                logs.event("request", _line(scope, request_id, status, perf_counter() - started))
 
 
 def _line(scope: Scope, request_id: str, status: int, seconds: float) -> dict[str, object]:

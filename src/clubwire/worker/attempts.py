@@ -73,6 +73,8 @@ class Attempter:
         )
         outcome = deliveries.outcome(verdict, result.ok)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
+        if not logs.enabled():
+            return
         logs.event(
             "attempt",
             {
