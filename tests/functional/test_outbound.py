@@ -601,6 +601,14 @@ async def trickle_body(receiver: Receiver, reader: Reader, writer: Writer) -> No
         await asyncio.sleep(0.2)
 
 
+def test_nul_in_an_answer_is_kept_as_a_replacement_character(tmp_path: Path, tls: Tls) -> None:
+    async def scenario() -> Outcome:
+        async with Receiver(answering(200, b"ok\x00\xffdone"), tls.server) as receiver:
+            return await post(settings_for(tmp_path, tls), receiver.url())
+
+    assert run(scenario()).excerpt == "ok\ufffd\ufffddone"
+
+
 def test_an_endless_body_is_read_up_to_64_kib_then_dropped(tmp_path: Path, tls: Tls) -> None:
     async def scenario() -> Outcome:
         async with Receiver(endless, tls.server) as receiver:

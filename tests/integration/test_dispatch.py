@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
+from clubwire.domain import events as catalog
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import deliveries, dispatch, endpoints, events
 from clubwire.settings import Settings
@@ -19,11 +20,11 @@ SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
 LEASE = timedelta(seconds=60)
 
 
-def _claim(
-    sessions: sessionmaker[Session], at: timedelta = timedelta(), **kw: object
-) -> list[dispatch.Job]:
+def _claim(sessions: sessionmaker[Session], at: timedelta = timedelta()) -> list[dispatch.Job]:
+    """Everything due, as a worker finds and claims it."""
     with sessions.begin() as session:
-        return dispatch.claim(session, EPOCH + at, 100, LEASE, **kw)  # type: ignore[arg-type]
+        due = dispatch.due_endpoints(session, EPOCH + at)
+        return dispatch.claim(session, EPOCH + at, LEASE, dict.fromkeys(due, 100))
 
 
 def _record(
@@ -242,15 +243,101 @@ def test_a_worker_that_lost_its_lease_does_not_overwrite(
     assert _delivery(sessions).status == "succeeded"
 
 
-def test_busy_endpoints_are_left_out_of_a_claim(
+def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
-    _, endpoint_id = _world(sessions, settings, count=3)
-    assert _claim(sessions, busy_endpoints=[endpoint_id]) == []
-    jobs = _claim(sessions)
     with sessions.begin() as session:
-        dispatch.release(session, jobs[1:])
-    assert len(_claim(sessions)) == 2
+        club = make_club(session)
+        first, _ = make_endpoint(session, club, settings)
+        second, _ = make_endpoint(session, club, settings)
+        published = [
+            events.publish(session, club, "registration.created", registration(), EPOCH + at)[0]
+            for at in (timedelta(seconds=2), timedelta(seconds=1), timedelta(seconds=3))
+        ]
+    with sessions.begin() as session:
+        jobs = dispatch.claim(session, EPOCH + timedelta(seconds=5), LEASE, {first.id: 2})
+    assert {job.endpoint_id for job in jobs} == {first.id}
+    assert {catalog.id_of(job.body) for job in jobs} == {published[1].id, published[0].id}
+    left = _claim(sessions, timedelta(seconds=5))
+    assert {(job.endpoint_id, catalog.id_of(job.body)) for job in left} == {
+        (first.id, published[2].id),
+        *((second.id, event.id) for event in published),
+    }
+
+
+def test_due_endpoints_are_found_once_each_the_longest_waiting_first(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    with sessions.begin() as session:
+        club = make_club(session)
+        made = [make_endpoint(session, club, settings)[0] for _ in range(3)]
+        idle = make_endpoint(session, club, settings)[0]
+        for _ in range(3):
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+        endpoints.disable_endpoint(session, club.id, idle.id, EPOCH)
+    newest, middle, oldest = made
+    with sessions.begin() as session:
+        session.execute(
+            update(Delivery)
+            .where(Delivery.endpoint_id == newest.id)
+            .values(next_attempt_at=EPOCH + timedelta(seconds=30))
+        )
+        session.execute(
+            update(Delivery)
+            .where(Delivery.endpoint_id == middle.id)
+            .values(next_attempt_at=EPOCH + timedelta(seconds=20))
+        )
+    with sessions() as session:
+        assert dispatch.due_endpoints(session, EPOCH + timedelta(seconds=10)) == [oldest.id]
+        now = EPOCH + timedelta(seconds=40)
+        assert dispatch.due_endpoints(session, now) == [oldest.id, middle.id, newest.id]
+    with sessions.begin() as session:  # leased deliveries are not due until the lease runs out
+        dispatch.claim(session, now, LEASE, {middle.id: 3})
+    with sessions() as session:
+        assert dispatch.due_endpoints(session, now) == [oldest.id, newest.id]
+        assert dispatch.due_endpoints(session, now + LEASE * 2) == [
+            oldest.id,
+            middle.id,
+            newest.id,
+        ]
+
+
+def test_attempts_are_stored_exactly_as_they_happened(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _world(sessions, settings, count=2)
+    first, second = _claim(sessions)
+    awkward = 'he said "hi" \\ \n\t\u2028 é 😀 <b>&amp;</b> \ufffd'
+    results = [
+        dispatch.Result(first, EPOCH, False, 503, None, 1234, awkward),
+        dispatch.Result(second, EPOCH, False, None, "tls: host name mismatch", 7, ""),
+    ]
+    with sessions.begin() as session:
+        dispatch.record(session, results, SCHEDULE, EPOCH)
+    with sessions() as session:
+        stored = {
+            a.delivery_id: (
+                a.number,
+                a.trigger,
+                a.started_at,
+                a.duration_ms,
+                a.response_code,
+                a.error,
+                a.excerpt,
+            )
+            for a in session.scalars(select(Attempt))
+        }
+        moved = {
+            d.id: (d.status, d.attempt, d.response_code) for d in session.scalars(select(Delivery))
+        }
+    assert stored == {
+        first.delivery_id: (1, "scheduled", EPOCH, 1234, 503, None, awkward),
+        second.delivery_id: (1, "scheduled", EPOCH, 7, None, "tls: host name mismatch", ""),
+    }
+    assert moved == {
+        first.delivery_id: ("pending", 1, 503),
+        second.delivery_id: ("pending", 1, None),
+    }
 
 
 def test_a_test_send_never_counts_toward_dead_in_a_row(

@@ -63,7 +63,7 @@ def attempts_of(session: Session, club_id: str, delivery_id: str) -> Sequence[At
 
 def due_backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
     """How many deliveries of all clubs are due (or in flight), and the oldest due time:
-    for operators' metrics; one range read on the ``next_attempt_at`` index."""
+    for operators' metrics; one read of the pending index (unfinished deliveries only)."""
     query = select(func.count(), func.min(Delivery.next_attempt_at)).where(
         Delivery.next_attempt_at <= now
     )

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -127,7 +128,14 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
     __table_args__ = (
-        Index("ix_deliveries_due", "next_attempt_at"),
+        # What the worker claims from: each endpoint's due deliveries, oldest first.
+        Index(
+            "ix_deliveries_pending",
+            "endpoint_id",
+            "next_attempt_at",
+            sqlite_where=text("next_attempt_at IS NOT NULL"),
+            postgresql_where=text("next_attempt_at IS NOT NULL"),
+        ),
         Index("ix_deliveries_endpoint_id_created_at", "endpoint_id", "created_at"),
         Index("ix_deliveries_club_id_created_at", "club_id", "created_at"),
         Index("ix_deliveries_event_id", "event_id"),

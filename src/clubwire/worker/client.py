@@ -228,8 +228,10 @@ class _Attempt:
 
 
 def excerpt(body: bytes | bytearray) -> str:
-    """The first 1000 characters of ``body`` as UTF-8 (4 bytes at most per character)."""
-    return body[: EXCERPT_CHARACTERS * 4].decode("utf-8", errors="replace")[:EXCERPT_CHARACTERS]
+    """The first 1000 characters of ``body`` as UTF-8 (4 bytes at most per character); NUL,
+    which PostgreSQL's text cannot hold, becomes U+FFFD like any undecodable byte."""
+    text = body[: EXCERPT_CHARACTERS * 4].decode("utf-8", errors="replace")
+    return text[:EXCERPT_CHARACTERS].replace("\x00", "\ufffd")
 
 
 def _request_headers(headers: Mapping[str, str]) -> dict[str, str]:

@@ -1,20 +1,24 @@
-"""The delivery loop: claim → attempt → record, concurrently, in batches.
+"""The delivery loop: find due work, claim it endpoint by endpoint, attempt it, record it.
 
-At most ``max_in_flight`` attempts run at once, and at most ``max_in_flight_per_endpoint``
-to one endpoint, so one slow endpoint cannot starve the others. Jobs claimed beyond an
-endpoint's limit wait in a short backlog in memory; endpoints whose backlog is full are left
-out of the next claim. Results are recorded in batches by one task. Database work
-runs on a thread of its own (on PostgreSQL, claims and records on one each); PostgreSQL
-workers are woken by ``LISTEN/NOTIFY``.
+Each endpoint in play has a lane: the jobs claimed for it, waiting, and up to
+``max_in_flight_per_endpoint`` runners attempting them one after another, so a slow endpoint
+holds only its own lane and never starves the others; at most ``max_in_flight`` attempts run
+at once in all. A lane asks for more while it still has a round of attempts waiting, so it
+does not run dry; endpoints not in play are found by ``dispatch.due_endpoints`` when the
+worker is woken (a publish in this process, ``NOTIFY`` on PostgreSQL) and at every poll.
+Neither ever reads past another endpoint's deliveries, however many are due. Claims for
+several lanes share one transaction, and results are recorded in batches by one task.
+Database work runs on a thread of its own (on PostgreSQL, claims and records on one each).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter, defaultdict, deque
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
@@ -31,7 +35,6 @@ from clubwire.worker.attempts import Attempter
 
 log = logging.getLogger(__name__)
 
-CLAIM_BATCH = 200
 RECORD_INTERVAL = 0.02
 POLL_SQLITE = 0.025
 POLL_POSTGRES = 1.0
@@ -49,6 +52,19 @@ def backlog_rounds(settings: Settings) -> int:
     return max(0, min(BACKLOG_ROUNDS, rounds))
 
 
+@dataclass(slots=True, eq=False)
+class Lane:
+    """One endpoint's claimed jobs: waiting in ``queue``, or held by one of its ``runners``."""
+
+    queue: deque[dispatch.Job] = field(default_factory=deque)
+    runners: int = 0
+    dry: bool = False  # its last claim found fewer due deliveries than it asked for
+
+    @property
+    def held(self) -> int:
+        return len(self.queue) + self.runners
+
+
 class Worker:
     def __init__(
         self,
@@ -63,6 +79,7 @@ class Worker:
         self._clock = clock
         self._schedule = RetrySchedule(settings.retry_schedule)
         self._lease = timedelta(seconds=settings.lease_seconds)
+        self._attempt_span = timedelta(seconds=settings.attempt_timeout)
         self._db = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
         # PostgreSQL: records overlap claims (they touch disjoint deliveries). SQLite has one
         # writer anyway, so both share the one thread there.
@@ -71,14 +88,21 @@ class Worker:
             if settings.is_sqlite
             else ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
         )
-        self._per_endpoint: Counter[str] = Counter()
-        # Claimed jobs waiting for room at their endpoint, so freed room is refilled without a
-        # database round trip and claims come in fewer, larger batches. At most ``_waiting``
-        # per endpoint: each waits at most that many rounds of attempts, and its own attempt
-        # still ends inside its lease.
-        self._backlog: defaultdict[str, deque[dispatch.Job]] = defaultdict(deque)
-        self._waiting = settings.max_in_flight_per_endpoint * backlog_rounds(settings)
-        self._tasks: set[asyncio.Task[None]] = set()
+        # A lane holds its attempts in flight and up to ``rounds`` more rounds waiting, so each
+        # waiting job's attempt still ends inside its lease; it asks for more once it has room
+        # for half a round (or one job), and the worker holds at most as many rounds in all.
+        limit, rounds = settings.max_in_flight_per_endpoint, backlog_rounds(settings)
+        self._limit = limit
+        self._lane_depth = limit * (rounds + 1)
+        self._depth = settings.max_in_flight * (rounds + 1)
+        self._refill = max(1, limit * rounds // 2)
+        self._lanes: dict[str, Lane] = {}
+        self._wanting: dict[str, None] = {}  # endpoints to claim for, in the order they asked
+        self._discover = True  # look for endpoints with due deliveries in the next round
+        self._discovered_at = 0.0  # when it last looked (the event loop's clock)
+        self._given_back: list[dispatch.Job] = []  # leases too short to attempt in
+        self._gate = asyncio.Semaphore(settings.max_in_flight)
+        self._runners: set[asyncio.Task[None]] = set()
         self._results: list[dispatch.Result] = []
         self._flushing = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -104,84 +128,130 @@ class Worker:
 
     async def _finish_in_flight(self) -> None:
         """Finish the attempts in flight; give the waiting jobs back for others to take now."""
-        waiting = [job for queue in self._backlog.values() for job in queue]
-        self._backlog.clear()
-        if waiting:
-            await self._in_db(self._db, self._release, waiting)
+        for lane in self._lanes.values():
+            self._given_back.extend(lane.queue)
+            lane.queue.clear()
+        await self._give_back()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._settings.attempt_timeout + 5
-        while self._tasks and loop.time() < deadline:
-            await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
+        while self._runners and loop.time() < deadline:
+            await asyncio.wait(set(self._runners), timeout=deadline - loop.time())
 
     def wake(self) -> None:
         """Look for due deliveries now (a publish in this process)."""
+        self._discover = True
         self._wake.set()
 
-    async def _claim_round(self) -> int:
-        free = self._settings.max_in_flight - len(self._tasks)
-        if free <= 0:
-            return 0
-        limit = self._settings.max_in_flight_per_endpoint
-        busy = [e for e, queue in self._backlog.items() if len(queue) >= self._waiting]
-        size = min(free, CLAIM_BATCH, max(self._known_room(limit), limit))
+    async def _claim_round(self) -> bool:
+        """Claim for the lanes that asked and, when it is time, for the endpoints found due;
+        False when there was nothing to claim for."""
         try:
-            jobs = await self._in_db(self._db, self._claim, size, busy)
+            await self._give_back()
+            if self._time_to_discover():
+                self._found(await self._in_db(self._db, self._due_endpoints))
+            wants = self._wants()
+            if not wants:
+                return False
+            try:
+                jobs = await self._in_db(self._db, self._claim, wants)
+            except BaseException:
+                self._found(wants)
+                raise
         except Exception:
             log.exception("claiming due deliveries failed; trying again shortly")
+            self._discover = True
             await asyncio.sleep(RETRY_AFTER_ERROR)
-            return 0
-        excess = [job for job in jobs if not self._take(job, limit)]
-        if excess:
-            await self._in_db(self._db, self._release, excess)
-        return len(jobs) - len(excess)
+            return False
+        self._deal(jobs, wants)
+        return True
 
-    def _known_room(self, limit: int) -> int:
-        """Jobs the endpoints already in play can still take (in flight or waiting)."""
-        known = set(self._per_endpoint) | set(self._backlog)
-        most = limit + self._waiting
-        return sum(most - self._per_endpoint[e] - len(self._backlog.get(e, ())) for e in known)
+    def _time_to_discover(self) -> bool:
+        """Woken, or a poll interval since the last look (busy or not: new endpoints and
+        retries coming due are found while the lanes keep claiming)."""
+        now = asyncio.get_running_loop().time()
+        if not (self._discover or now - self._discovered_at >= self._poll):
+            return False
+        self._discover, self._discovered_at = False, now
+        return True
 
-    def _take(self, job: dispatch.Job, limit: int) -> bool:
-        """Start the job, or keep it waiting for room at its endpoint; False: no room at all."""
-        if self._per_endpoint[job.endpoint_id] < limit:
-            self._start(job)
-            return True
-        if len(self._backlog.get(job.endpoint_id, ())) < self._waiting:
-            self._backlog[job.endpoint_id].append(job)
-            return True
-        return False
+    def _found(self, endpoint_ids: Iterable[str]) -> None:
+        """Endpoints with due deliveries: claim for them, and their lanes may ask again."""
+        for endpoint_id in endpoint_ids:
+            lane = self._lanes.get(endpoint_id)
+            if lane is not None:
+                lane.dry = False
+            self._wanting.setdefault(endpoint_id)
 
-    def _start(self, job: dispatch.Job) -> None:
-        self._per_endpoint[job.endpoint_id] += 1
-        task = asyncio.create_task(self._attempt(job))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _wants(self) -> dict[str, int]:
+        """How many jobs to claim for each endpoint that wants some, within the worker's
+        depth; endpoints left without room keep waiting for the next round."""
+        room = self._depth - sum(lane.held for lane in self._lanes.values())
+        wants = {}
+        for endpoint_id in list(self._wanting):
+            lane = self._lanes.get(endpoint_id)
+            lane_room = self._lane_depth - (lane.held if lane else 0)
+            if lane_room < self._refill:
+                del self._wanting[endpoint_id]  # it asks again when it has room
+            elif room > 0:
+                wants[endpoint_id] = min(lane_room, room)
+                room -= wants[endpoint_id]
+                del self._wanting[endpoint_id]
+        return wants
+
+    def _deal(self, jobs: list[dispatch.Job], wants: dict[str, int]) -> None:
+        """Queue the claimed jobs in their lanes and start runners for them."""
+        got: Counter[str] = Counter()
+        for job in jobs:
+            self._lanes.setdefault(job.endpoint_id, Lane()).queue.append(job)
+            got[job.endpoint_id] += 1
+        for endpoint_id, wanted in wants.items():
+            lane = self._lanes.get(endpoint_id)
+            if lane is None:
+                continue
+            lane.dry = got[endpoint_id] < wanted
+            for _ in range(min(self._limit - lane.runners, len(lane.queue))):
+                lane.runners += 1
+                runner = asyncio.create_task(self._run_lane(endpoint_id, lane))
+                self._runners.add(runner)
+                runner.add_done_callback(self._runners.discard)
+
+    async def _run_lane(self, endpoint_id: str, lane: Lane) -> None:
+        """Attempt the lane's jobs one after another until none is waiting."""
+        try:
+            while lane.queue:
+                job = lane.queue.popleft()
+                if not lane.dry and self._lane_depth - lane.held >= self._refill:
+                    self._wanting.setdefault(endpoint_id)
+                    self._wake.set()
+                await self._attempt(job)
+                if self._wanting or self._given_back:
+                    self._wake.set()  # room in all may be what they wait for
+        finally:
+            lane.runners -= 1
+            if not lane.held and self._lanes.get(endpoint_id) is lane:
+                del self._lanes[endpoint_id]
 
     async def _attempt(self, job: dispatch.Job) -> None:
-        try:
-            result = await self._attempter.attempt(job)
-        except Exception:
-            log.exception(
-                "attempt of %s failed unexpectedly; its lease will run out", job.delivery_id
-            )
-        else:
-            self._results.append(result)
-        finally:
-            self._next_at(job.endpoint_id)
-            self._wake.set()
+        async with self._gate:
+            if job.lease_until - self._clock() < self._attempt_span:
+                self._given_back.append(job)  # it waited too long: another round may take it
+                return
+            try:
+                result = await self._attempter.attempt(job)
+            except Exception:
+                log.exception(
+                    "attempt of %s failed unexpectedly; its lease will run out", job.delivery_id
+                )
+                return
+        self._results.append(result)
 
-    def _next_at(self, endpoint_id: str) -> None:
-        """An attempt to this endpoint ended: start the next one waiting, if any."""
-        self._per_endpoint[endpoint_id] -= 1
-        waiting = self._backlog.get(endpoint_id)
-        if waiting:
-            self._start(waiting.popleft())
-            if not waiting:
-                del self._backlog[endpoint_id]
-        elif not self._per_endpoint[endpoint_id]:
-            del self._per_endpoint[endpoint_id]
+    async def _give_back(self) -> None:
+        if self._given_back:
+            jobs, self._given_back = self._given_back, []
+            await self._in_db(self._db, self._release, jobs)
 
     async def _idle(self, stop: asyncio.Event) -> None:
+        """Until woken, stopped, or it is time to poll for due deliveries."""
         self._wake.clear()
         stopping = asyncio.create_task(stop.wait())
         woken = asyncio.create_task(self._wake.wait())
@@ -218,9 +288,9 @@ class Worker:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    self._wake.set()
+                    self.wake()
                     async for _ in conn.notifies():
-                        self._wake.set()
+                        self.wake()
             except psycopg.Error:
                 log.warning("LISTEN connection lost; polling until it is back")
                 await asyncio.sleep(RETRY_AFTER_ERROR)
@@ -235,9 +305,13 @@ class Worker:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, lambda: function(*args, **kwargs))
 
-    def _claim(self, limit: int, busy: list[str]) -> list[dispatch.Job]:
+    def _due_endpoints(self) -> list[str]:
+        with self._sessions() as session:
+            return dispatch.due_endpoints(session, self._clock())
+
+    def _claim(self, wants: dict[str, int]) -> list[dispatch.Job]:
         with self._sessions.begin() as session:
-            return dispatch.claim(session, self._clock(), limit, self._lease, busy)
+            return dispatch.claim(session, self._clock(), self._lease, wants)
 
     def _release(self, jobs: list[dispatch.Job]) -> None:
         with self._sessions.begin() as session:
