@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -19,7 +20,7 @@ from clubwire.storage.models import Club, Delivery, Endpoint, Event
 from clubwire.web.app import create_app
 from clubwire.worker import lock, loop, running
 from tests.conftest import PLATFORM_TOKEN
-from tests.factories import EPOCH, make_club, registration
+from tests.factories import EPOCH, FakeClock, make_club, registration
 from tests.receiver import Authority, Receiver, authority, serving
 
 
@@ -208,6 +209,52 @@ def test_a_slow_endpoint_does_not_starve_the_others(
         # its per-endpoint limit of attempts.
         assert silent_when_healthy_done[0] <= 2
     receiver.wait_for(20)
+
+
+def test_a_backlog_deeper_than_its_lane_is_delivered_in_full(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    narrow = hooks.model_copy(update={"max_in_flight_per_endpoint": 2})  # a lane holds 6
+    _endpoint(sessions, narrow, receiver.url)
+    _publish(sessions, 25)
+    _deliver_until(narrow, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
+    assert _statuses(sessions) == [("succeeded", 1)] * 25
+    assert len({r.headers["X-Service-Delivery"] for r in receiver.wait_for(25)}) == 25
+
+
+def test_a_waiting_job_whose_lease_ran_short_is_claimed_afresh_before_it_is_sent(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    one = hooks.model_copy(update={"max_in_flight_per_endpoint": 1})  # one sent, two waiting
+    clock = FakeClock()
+    with serving(tls, hang=True) as silent:
+        _endpoint(sessions, one, silent.url)
+        _publish(sessions, 2)
+
+        async def until(count: int) -> None:
+            for _ in range(250):
+                if len(silent.received) >= count:
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"the receiver did not get {count} requests")
+
+        def lease_of(delivery_id: str) -> datetime | None:
+            with sessions() as session:
+                return session.get_one(Delivery, delivery_id).lease_until
+
+        async def run() -> datetime | None:
+            async with running.running(one, sessions, clock):
+                await until(1)
+                # The second job waits behind the first, which hangs until its deadline;
+                # by then its lease has 1 s left, less than an attempt may take.
+                clock.advance(seconds=29)
+                await until(2)
+                second = silent.received[1].headers["X-Service-Delivery"]
+                return await asyncio.to_thread(lease_of, second)
+
+        lease_while_sent = asyncio.run(run())
+    # It was given back and leased afresh (30 s from the new time) before it was sent.
+    assert lease_while_sent == clock.now + timedelta(seconds=30)
 
 
 def test_nothing_is_delivered_while_the_module_is_off(
