@@ -222,6 +222,18 @@ def test_a_backlog_deeper_than_its_lane_is_delivered_in_full(
     assert len({r.headers["X-Service-Delivery"] for r in receiver.wait_for(25)}) == 25
 
 
+def test_more_endpoints_than_the_worker_holds_are_all_served(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    # Two attempts at once and six jobs held in all: the endpoints take turns.
+    small = hooks.model_copy(update={"max_in_flight": 2, "max_in_flight_per_endpoint": 1})
+    for number in range(6):
+        _endpoint(sessions, small, f"{receiver.url}?endpoint={number}")
+    _publish(sessions, 4)
+    _deliver_until(small, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
+    assert _statuses(sessions) == [("succeeded", 1)] * 24
+
+
 def test_a_waiting_job_whose_lease_ran_short_is_claimed_afresh_before_it_is_sent(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:
