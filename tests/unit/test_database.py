@@ -1,9 +1,12 @@
-"""PostgreSQL connection arguments: a connect timeout unless the URL sets one."""
+"""PostgreSQL connection arguments (a connect timeout unless the URL sets one), and the
+oldest SQLite the worker's statements run on."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy.engine import make_url
 
+from clubwire.errors import ConfigurationError
 from clubwire.storage import database
 
 URL = "postgresql+psycopg://clubwire@db.example:5432/clubwire"
@@ -25,3 +28,9 @@ def test_a_worker_also_commits_without_waiting_for_the_flush() -> None:
         "connect_timeout": database.CONNECT_TIMEOUT,
         **database.WORKER_POSTGRES_OPTIONS,
     }
+
+
+def test_an_sqlite_without_returning_is_refused_by_name() -> None:
+    with pytest.raises(ConfigurationError, match=r"SQLite 3\.35\.0 or later .* SQLite 3\.31\.1"):
+        database.require_sqlite((3, 31, 1))
+    database.require_sqlite((3, 35, 0))

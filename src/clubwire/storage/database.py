@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.errors import ConfigurationError
 from clubwire.settings import Settings
 
 SQLITE_PRAGMAS = (
@@ -18,6 +20,9 @@ SQLITE_PRAGMAS = (
     "PRAGMA busy_timeout=5000",
 )
 
+
+# The worker's statements need RETURNING (3.35) and UPDATE … FROM (3.33).
+SQLITE_OLDEST = (3, 35, 0)
 
 # A worker's PostgreSQL connections: no ping before each use (a dead connection fails one
 # claim or record, which is retried), and commits that do not wait for the WAL flush (a
@@ -36,11 +41,22 @@ def engine_for(settings: Settings, worker: bool = False) -> Engine:
         if worker:
             return create_engine(url, connect_args=args, pool_recycle=300)
         return create_engine(url, connect_args=args, pool_pre_ping=True)
+    require_sqlite(sqlite3.sqlite_version_info)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_on_connect)
     return engine
+
+
+def require_sqlite(version: tuple[int, int, int]) -> None:
+    """Refuse an SQLite library too old for the worker's statements, saying which."""
+    if version < SQLITE_OLDEST:
+        found, oldest = (".".join(map(str, v)) for v in (version, SQLITE_OLDEST))
+        raise ConfigurationError(
+            f"SQLite {oldest} or later is needed, and this Python uses SQLite {found}: "
+            "use a Python built with a newer SQLite, or PostgreSQL"
+        )
 
 
 def postgres_connect_args(url: URL, worker: bool) -> dict[str, Any]:
