@@ -1,4 +1,5 @@
-"""The worker's database steps: claim due deliveries, and record attempts, in batches.
+"""The worker's database steps: find the endpoints with due deliveries, claim each one's
+oldest, and record attempts, in batches.
 
 A claim leases deliveries (``lease_until``) for longer than an attempt may take; a worker
 that dies leaves its leases to run out, and the deliveries are claimed again (at least once).
