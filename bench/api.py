@@ -26,7 +26,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,9 +46,9 @@ from clubwire.services import clubs, keys
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
+from harness import HOST, BenchError, Process, exit_status, free_ports, start
 
 PROG = "bench/api.py"
-HOST = "127.0.0.1"
 SLUG = "granite"
 CLUB_NAME = "Granite Curling Club"
 ROUTE = f"/clubs/{SLUG}/api/v1/programs"
@@ -57,7 +56,6 @@ THREADS = 1
 ROUNDS = 2
 WARMUP_SECONDS = 2
 START_TIMEOUT = 30.0
-STOP_TIMEOUT = 5.0
 SEASON = datetime(2026, 10, 5, tzinfo=UTC)  # fixed dates: the same bytes on every run
 
 
@@ -195,10 +193,6 @@ _LATENCY = re.compile(r"^\s*(50|99)%\s+([\d.]+)(us|ms|s|m)\s*$", re.MULTILINE)
 _TO_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
 
-class BenchError(Exception):
-    """The benchmark cannot go on; the message says why."""
-
-
 @dataclass(frozen=True)
 class Run:
     """What one wrk run measured."""
@@ -293,15 +287,6 @@ uvicorn.run(
 '''
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports nobody listens on, all different (the probes are held open together)."""
-    with ExitStack() as stack:
-        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for probe in probes:
-            probe.bind((HOST, 0))
-        return [int(probe.getsockname()[1]) for probe in probes]
-
-
 def child_environment(workdir: Path, secret_key: str) -> dict[str, str]:
     """The parent's environment without its CLUBWIRE_* settings, plus the benchmark's."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
@@ -313,40 +298,6 @@ def child_environment(workdir: Path, secret_key: str) -> dict[str, str]:
         }
     )
     return env
-
-
-@dataclass(frozen=True)
-class Process:
-    """A server we started, and the file its output goes to."""
-
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def stop(self) -> None:
-        """Terminate, and kill if it is still there after STOP_TIMEOUT seconds."""
-        if self.popen.poll() is not None:
-            return
-        self.popen.terminate()
-        try:
-            self.popen.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
-
-    def tail(self, lines: int = 15) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def start(stack: ExitStack, command: list[str], env: dict[str, str], log: Path) -> Process:
-    """Start a server whose output goes to ``log``; the stack stops it, whatever happens."""
-    output = stack.enter_context(log.open("wb"))
-    process = subprocess.Popen(
-        command, env=env, cwd=log.parent, stdout=output, stderr=subprocess.STDOUT
-    )
-    server = Process(process, log)
-    stack.callback(server.stop)
-    return server
 
 
 def start_ours(stack: ExitStack, env: dict[str, str], workdir: Path, port: int) -> Process:
@@ -560,14 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("wrk") is None:
         print(f"{PROG}: wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 1
-    try:
-        return 0 if bench(options) else 1
-    except BenchError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    return exit_status(PROG, lambda: bench(options))
 
 
 if __name__ == "__main__":

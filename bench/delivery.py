@@ -62,10 +62,8 @@ import random
 import resource
 import secrets
 import signal
-import socket
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -99,10 +97,10 @@ from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
 from clubwire.worker.attempts import USER_AGENT
+from harness import HOST, STOP_TIMEOUT, BenchError, Process, exit_status, free_ports, start
 
 PROG = "bench/delivery.py"
 RECEIVE = "receive"  # the receiver's own process: ``delivery.py receive …``
-HOST = "127.0.0.1"
 DATABASES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 POSTGRES_URL = os.environ.get(
     "CLUBWIRE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -119,7 +117,6 @@ ROUNDS = 3  # alternating; the best run of each kind counts
 IDLE_SECONDS = 1.0  # a worker idles this long before the light load starts
 ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out within a run
 START_TIMEOUT = 30.0
-STOP_TIMEOUT = 5.0
 STALL_SECONDS = 20.0  # nothing new arrived for this long: the rest is lost
 POLL_SECONDS = 0.05
 SEED = 20260105
@@ -128,10 +125,6 @@ TARGET_P50_MS = 50.0
 TARGET_SILENT_DROP = 10.0  # per cent
 
 OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
-
-
-class BenchError(Exception):
-    """The benchmark cannot go on; the message says why."""
 
 
 # -- the receiver (its own process) -----------------------------------------------------------
@@ -275,59 +268,6 @@ def receive(argv: list[str]) -> int:
 
 
 # -- processes --------------------------------------------------------------------------------
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports nobody listens on, all different (the probes are held open together)."""
-    with ExitStack() as stack:
-        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for probe in probes:
-            probe.bind((HOST, 0))
-        return [int(probe.getsockname()[1]) for probe in probes]
-
-
-@dataclass(frozen=True)
-class Process:
-    """A process we started, and the file its output goes to."""
-
-    popen: subprocess.Popen[bytes]
-    log: Path
-    stop_timeout: float = STOP_TIMEOUT
-
-    def stop(self) -> None:
-        """Terminate, and kill if it is still there after ``stop_timeout`` seconds."""
-        if self.popen.poll() is not None:
-            return
-        self.popen.terminate()
-        try:
-            self.popen.wait(self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
-
-    def check(self) -> None:
-        """Raise if the process is gone."""
-        if self.popen.poll() is not None:
-            raise BenchError(f"{self.log.name}: the process exited:\n{self.tail()}")
-
-    def tail(self, lines: int = 15) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def start(
-    stack: ExitStack,
-    command: list[str],
-    env: dict[str, str],
-    log: Path,
-    stop_timeout: float = STOP_TIMEOUT,
-) -> Process:
-    """Start a process whose output goes to ``log``; the stack stops it, whatever happens."""
-    output = stack.enter_context(log.open("wb"))
-    popen = subprocess.Popen(command, env=env, cwd=log.parent, stdout=output, stderr=output)
-    process = Process(popen, log, stop_timeout)
-    stack.callback(process.stop)
-    return process
 
 
 @dataclass(frozen=True)
@@ -1074,14 +1014,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments[:1] == [RECEIVE]:
         return receive(arguments[1:])
     options = parse_options(arguments)
-    try:
-        return 0 if bench(options) else 1
-    except BenchError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    return exit_status(PROG, lambda: bench(options))
 
 
 if __name__ == "__main__":
