@@ -16,6 +16,7 @@ from clubwire.storage import database, migrate
 
 PORT = click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 HOST = click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+WORKER_GC_THRESHOLD = 20_000  # young-generation collections every 20,000 allocations, not 700
 
 
 @cli.command("migrate")
@@ -61,6 +62,9 @@ def worker(metrics_port: int | None, metrics_host: str | None) -> None:
     with lock.single_worker(current):
         gc.collect()
         gc.freeze()  # as in serve: full collections then skip the start-up heap
+        # Each attempt allocates many short-lived objects: fewer, larger young collections
+        # cost about 7 % less of the worker's CPU per delivery (ADR 0004).
+        gc.set_threshold(WORKER_GC_THRESHOLD, 10, 10)
         uvloop.run(_work(current))
 
 
