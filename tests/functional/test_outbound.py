@@ -15,6 +15,7 @@ import struct
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
+from ipaddress import ip_address
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
@@ -24,9 +25,11 @@ import pytest
 import trustme
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from clubwire.domain import addresses
 from clubwire.settings import Settings
 from clubwire.worker.client import Blocked, Outcome, PublicResolver, Sender
 from tests.conftest import make_settings
+from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
 
 T = TypeVar("T")
 Reader = asyncio.StreamReader
@@ -406,6 +409,65 @@ def test_a_name_resolving_to_loopback_is_blocked_by_the_resolver(tmp_path: Path,
 
     assert outcome.error == "blocked: localhost resolves only to non-public addresses"
     assert receiver.connections == 0
+
+
+NON_GLOBAL = NON_GLOBAL_V4 + NON_GLOBAL_V6
+# Reached by a connection to them here, where nothing stops it: a receiver on every local
+# IPv4 interface answers 0.0.0.0 and all of 127/8.
+LOCALLY_REACHABLE = ["0.0.0.0", "127.0.0.1", "127.255.255.254"]
+
+
+def literal_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+@pytest.mark.parametrize("address", NON_GLOBAL)
+def test_a_literal_address_in_any_non_global_range_is_never_connected(
+    tmp_path: Path, tls: Tls, address: str
+) -> None:
+    async def scenario() -> tuple[Outcome, Receiver]:
+        async with Receiver(answering(200), tls.server, host="0.0.0.0") as receiver:
+            settings = settings_for(tmp_path, tls, allow_private=False)
+            return await post(settings, receiver.url(literal_host(address))), receiver
+
+    outcome, receiver = run(scenario())
+
+    shown = addresses.display(ip_address(address))
+    assert (outcome.status, outcome.error) == (None, f"blocked: {shown} is not a public address")
+    assert receiver.connections == 0
+
+
+@pytest.mark.parametrize("address", NON_GLOBAL)
+def test_a_name_resolving_into_any_non_global_range_is_never_connected(
+    tmp_path: Path, tls: Tls, address: str
+) -> None:
+    stub = StubResolver([address])
+
+    async def scenario() -> tuple[Outcome, Receiver]:
+        async with Receiver(answering(200), tls.server, host="0.0.0.0") as receiver:
+            settings = settings_for(tmp_path, tls, allow_private=False)
+            return await post(settings, receiver.url("hook.example"), stub), receiver
+
+    outcome, receiver = run(scenario())
+
+    assert outcome.error == "blocked: hook.example resolves only to non-public addresses"
+    assert receiver.connections == 0
+    assert stub.lookups == ["hook.example"]
+
+
+@pytest.mark.parametrize("address", LOCALLY_REACHABLE)
+def test_the_receiver_of_the_range_tests_is_reached_when_nothing_blocks(
+    tmp_path: Path, tls: Tls, address: str
+) -> None:
+    """The control for the two tests above: unblocked, these addresses reach the receiver."""
+    stub = StubResolver([address])
+
+    async def scenario() -> Receiver:
+        async with Receiver(answering(200), tls.server, host="0.0.0.0") as receiver:
+            await post(settings_for(tmp_path, tls), receiver.url("hook.example"), stub)
+            return receiver
+
+    assert run(scenario()).connections == 1
 
 
 @pytest.mark.parametrize("name", ["2130706433", "0x7f.1", "localhost"])
