@@ -1,9 +1,9 @@
 """The "Event kinds" section of docs/receiving-webhooks.md, rendered from the event catalog.
 
 For every kind: when it fires, a table of its ``data`` fields, a full example envelope
-(``events.example``: ``events.sample`` wrapped in an envelope) and the JSON Schema of the
-envelope (``events.json_schemas``). ``tests/docs/test_catalog.py`` fails when the committed
-section differs from this rendering; rewrite it with::
+(``event_schemas.example``: ``events.sample`` wrapped in an envelope) and the JSON Schema of
+the envelope (``event_schemas.json_schemas``). ``tests/docs/test_catalog.py`` fails when the
+committed section differs from this rendering; rewrite it with::
 
     .venv/bin/python -m tests.docs.catalog
 """
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from clubwire.domain import events
+from clubwire.domain import event_schemas, events
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "receiving-webhooks.md"
 BEGIN = (
@@ -30,14 +30,14 @@ Schema = dict[str, Any]
 
 def render() -> str:
     """The section between the markers, for every kind in catalog order."""
-    webhooks, _ = events.openapi_webhooks()
-    schemas = events.json_schemas()
+    webhooks, _ = event_schemas.openapi_webhooks()
+    schemas = event_schemas.json_schemas()
     return "\n".join(_kind(kind, webhooks[kind], schemas[kind]) for kind in events.KINDS)
 
 
 def _kind(kind: str, webhook: Any, schema: Schema) -> str:
     post = webhook["post"]
-    example = json.dumps(events.example(kind), indent=2, ensure_ascii=False)
+    example = json.dumps(event_schemas.example(kind), indent=2, ensure_ascii=False)
     return "\n".join(
         [
             f"### `{kind}`",

@@ -9,7 +9,7 @@ import re
 import click
 
 from clubwire import cli
-from clubwire.domain import events
+from clubwire.domain import event_schemas, events
 from tests.docs import catalog, markdown
 from tests.docs.conftest import World
 
@@ -31,8 +31,8 @@ def test_the_catalog_has_every_kind_with_its_example_and_schema() -> None:
     json_blocks = [json.loads(b.text) for b in _blocks("json")]
     for kind in events.KINDS:
         assert f"### `{kind}`" in DOC.read_text(encoding="utf-8")
-        assert events.example(kind) in json_blocks
-        assert events.json_schemas()[kind] in json_blocks
+        assert event_schemas.example(kind) in json_blocks
+        assert event_schemas.json_schemas()[kind] in json_blocks
 
 
 def test_the_request_shown_is_a_real_delivery(world: World) -> None:
@@ -58,7 +58,9 @@ def test_the_request_shown_is_a_real_delivery(world: World) -> None:
     kind = shown["X-Service-Event"]
     assert (
         body.strip().encode()
-        == json.dumps(events.example(kind), ensure_ascii=False, separators=(",", ":")).encode()
+        == json.dumps(
+            event_schemas.example(kind), ensure_ascii=False, separators=(",", ":")
+        ).encode()
     )
     assert real["X-Service-Event"] == json.loads(world.delivery.body)["event"]
 

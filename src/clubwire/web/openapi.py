@@ -9,7 +9,7 @@ import orjson
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from clubwire.domain import events
+from clubwire.domain import event_schemas
 from clubwire.settings import Settings
 from clubwire.web import problems
 
@@ -46,7 +46,7 @@ def _with_components(document: dict[str, Any], *schemes: str) -> dict[str, Any]:
     schemas = components.setdefault("schemas", {})
     schemas["Problem"] = problems.Problem.model_json_schema()
     components["securitySchemes"] = {name: _SECURITY_SCHEMES[name] for name in schemes}
-    webhooks, webhook_schemas = events.openapi_webhooks()
+    webhooks, webhook_schemas = event_schemas.openapi_webhooks()
     document["webhooks"] = webhooks
     schemas.update(webhook_schemas)
     return document
