@@ -46,7 +46,7 @@ from clubwire.services import clubs, keys
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from harness import HOST, BenchError, Process, exit_status, free_ports, start
+from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports, start
 
 PROG = "bench/api.py"
 SLUG = "granite"
@@ -55,7 +55,6 @@ ROUTE = f"/clubs/{SLUG}/api/v1/programs"
 THREADS = 1
 ROUNDS = 2
 WARMUP_SECONDS = 2
-START_TIMEOUT = 30.0
 SEASON = datetime(2026, 10, 5, tzinfo=UTC)  # fixed dates: the same bytes on every run
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HOST = "127.0.0.1"
+START_TIMEOUT = 30.0  # seconds a process we start has to be ready
 STOP_TIMEOUT = 5.0
 
 

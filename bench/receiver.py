@@ -1,0 +1,236 @@
+"""The receiver the delivery benchmark posts to, in a process of its own, and the handle on it.
+
+``start_receiver`` runs this file as ``bench/receiver.py --cert … --control … --ports …``: a
+raw HTTP/1.1 protocol on uvloop over TLS, one port per role (as separate hosts would be),
+answering ``200 ok``, except on the silent role's path, where it reads each request and never
+answers. It records the first arrival time of each ``X-Service-Delivery`` id and reports
+through a plain HTTP control port (``GET /counts``, ``GET /arrivals``, ``POST /reset``), which
+``Receiver`` calls from the benchmark's process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import ssl
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple, cast
+
+import orjson
+import uvloop
+
+from harness import HOST, START_TIMEOUT, BenchError, Process, free_ports, start
+
+PROG = "bench/receiver.py"
+LIGHT, SILENT = "light", "silent"  # roles besides the healthy endpoints e0, e1, …
+SILENT_PATH = f"/{SILENT}"
+
+OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+
+
+# -- the receiver (its own process) -----------------------------------------------------------
+
+
+@dataclass
+class Arrivals:
+    """What reached the receiver: per path, the first arrival (``time.time()``) of each
+    delivery id."""
+
+    first: defaultdict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+
+    def add(self, path: str, delivery: str, at: float) -> None:
+        self.first[path].setdefault(delivery, at)
+
+    def counts(self) -> dict[str, int]:
+        return {path: len(ids) for path, ids in self.first.items()}
+
+    def clear(self) -> None:
+        self.first.clear()
+
+
+class Request(NamedTuple):
+    method: bytes
+    path: str
+    head: bytes
+    lowered: bytes  # the head in lower case, to find header names in
+
+
+def take_request(buffer: bytearray) -> Request | None:
+    """The first complete request in ``buffer``, removed from it; None while incomplete."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = bytes(buffer[:end])
+    lowered = head.lower()
+    total = end + 4 + int(header(head, lowered, b"content-length") or b"0")
+    if len(buffer) < total:
+        return None
+    del buffer[:total]
+    method, _, rest = head.partition(b"\r\n")[0].partition(b" ")
+    return Request(method, rest.partition(b" ")[0].decode("latin-1"), head, lowered)
+
+
+def header(head: bytes, lowered: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case), or None."""
+    at = lowered.find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    start = at + len(name) + 3
+    stop = head.find(b"\r\n", start)
+    return head[start : stop if stop >= 0 else len(head)].strip()
+
+
+class Hooks(asyncio.Protocol):
+    """One sender's connection: record each request; answer 200, or never on ``/silent``."""
+
+    def __init__(self, arrivals: Arrivals) -> None:
+        self._arrivals = arrivals
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+        self._silent = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast("asyncio.Transport", transport)
+
+    def data_received(self, data: bytes) -> None:
+        now = time.time()
+        self._buffer += data
+        while (request := take_request(self._buffer)) is not None:
+            delivery = header(request.head, request.lowered, b"x-service-delivery") or b"-"
+            self._arrivals.add(request.path, delivery.decode("latin-1"), now)
+            self._silent = self._silent or request.path == SILENT_PATH
+            if not self._silent and self._transport is not None:
+                self._transport.write(OK_RESPONSE)
+
+
+class Control(asyncio.Protocol):
+    """Plain HTTP for the benchmark: ``GET /counts``, ``GET /arrivals``, ``POST /reset``."""
+
+    def __init__(self, arrivals: Arrivals) -> None:
+        self._arrivals = arrivals
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast("asyncio.Transport", transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        request = take_request(self._buffer)
+        if request is None or self._transport is None:
+            return
+        status, body = self._answer(request)
+        self._transport.write(
+            f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        self._transport.close()
+
+    def _answer(self, request: Request) -> tuple[str, bytes]:
+        if request.path == "/counts":
+            return "200 OK", orjson.dumps(self._arrivals.counts())
+        if request.path == "/arrivals":
+            return "200 OK", orjson.dumps(self._arrivals.first)
+        if request.path == "/reset" and request.method == b"POST":
+            self._arrivals.clear()
+            return "200 OK", b"{}"
+        return "404 Not Found", b"{}"
+
+
+async def serve_receiver(cert: Path, control: int, ports: list[int]) -> None:
+    """Serve until SIGTERM or SIGINT."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert)
+    arrivals = Arrivals()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    servers = [
+        await loop.create_server(lambda: Hooks(arrivals), HOST, port, ssl=context, backlog=1024)
+        for port in ports
+    ]
+    servers.append(await loop.create_server(lambda: Control(arrivals), HOST, control))
+    await stop.wait()
+    for server in servers:
+        server.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG)
+    parser.add_argument("--cert", type=Path, required=True, help="key and certificate chain")
+    parser.add_argument("--control", type=int, required=True, help="plain HTTP control port")
+    parser.add_argument("--ports", required=True, help="TLS ports, separated by commas")
+    args = parser.parse_args(argv)
+    ports = [int(port) for port in args.ports.split(",")]
+    uvloop.run(serve_receiver(args.cert, args.control, ports))
+    return 0
+
+
+# -- the benchmark's handle on it -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """The receiver process, its control port and one TLS port per role."""
+
+    process: Process
+    control: int
+    ports: dict[str, int]
+
+    def url(self, role: str) -> str:
+        return f"https://{HOST}:{self.ports[role]}/{role}"
+
+    def counts(self) -> dict[str, int]:
+        """Distinct deliveries that arrived, by role."""
+        return {path[1:]: n for path, n in orjson.loads(self._call("GET", "/counts")).items()}
+
+    def arrivals(self) -> dict[str, dict[str, float]]:
+        """By role: each delivery id's first arrival time."""
+        found = orjson.loads(self._call("GET", "/arrivals"))
+        return {path[1:]: times for path, times in found.items()}
+
+    def reset(self) -> None:
+        self._call("POST", "/reset")
+
+    def _call(self, method: str, path: str) -> bytes:
+        url = f"http://{HOST}:{self.control}{path}"
+        request = urllib.request.Request(url, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (local)
+            return bytes(response.read())
+
+
+def start_receiver(stack: ExitStack, workdir: Path, cert: Path, roles: list[str]) -> Receiver:
+    """Start the receiver and wait until its control port answers."""
+    control, *ports = free_ports(len(roles) + 1)
+    command = [sys.executable, str(Path(__file__).resolve()), "--cert", str(cert)]
+    command += ["--control", str(control), "--ports", ",".join(map(str, ports))]
+    process = start(stack, command, dict(os.environ), workdir / "receiver.log")
+    receiver = Receiver(process, control, dict(zip(roles, ports, strict=True)))
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        process.check()
+        try:
+            receiver.counts()
+        except OSError:
+            time.sleep(0.1)
+        else:
+            return receiver
+    raise BenchError(f"the receiver did not start within {START_TIMEOUT:.0f} s")
+
+
+def healthy_roles(count: int) -> list[str]:
+    return [f"e{number}" for number in range(count)]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""The delivery benchmark's report: the outcome on each database, its targets, and the tables.
+
+``Outcome`` gathers what was measured on one database, every run of each kind; the best run of
+each kind counts, and is held to the targets below. ``report`` prints one table per database.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from clubwire.settings import Settings
+from measuring import LIGHT_EVENTS, LIGHT_INTERVAL, Drain, Light, not_recorded
+from testbed import Bed
+
+TARGET_RATIO = 0.4
+TARGET_P50_MS = 50.0
+TARGET_SILENT_DROP = 10.0  # per cent
+
+
+# -- one database -----------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """Everything measured on one database: each throughput run, by round."""
+
+    database: str
+    ours: list[Drain] = field(default_factory=list)
+    bare: list[Drain] = field(default_factory=list)
+    silent: list[Drain] = field(default_factory=list)
+    light: Light = field(default_factory=lambda: Light([], frozenset()))
+    unrecorded: int = 0  # reached the receiver, yet not recorded as succeeded
+    delivered_by_worker: int = 0
+
+    @property
+    def ratio(self) -> float:
+        bare = best(self.bare).rate
+        return best(self.ours).rate / bare if bare else 0.0
+
+    @property
+    def silent_change(self) -> float:
+        """The healthy endpoints' deliveries/s with a silent endpoint, change in %."""
+        ours = best(self.ours).rate
+        return (best(self.silent).rate / ours - 1) * 100 if ours else 0.0
+
+    @property
+    def ratio_met(self) -> bool:
+        return self.ratio >= TARGET_RATIO
+
+    @property
+    def p50_met(self) -> bool:
+        return self.percentile(50) < TARGET_P50_MS
+
+    @property
+    def silent_met(self) -> bool:
+        return self.silent_change > -TARGET_SILENT_DROP
+
+    @property
+    def light_lost(self) -> int:
+        return sum(latency is None for latency in self.light.latencies_ms)
+
+    @property
+    def lost(self) -> int:
+        drains = [*self.ours, *self.bare, *self.silent]
+        return sum(drain.lost for drain in drains) + self.light_lost
+
+    def percentile(self, pct: int) -> float:
+        found = sorted(x for x in self.light.latencies_ms if x is not None)
+        if len(found) < 2:
+            return found[0] if found else float("nan")
+        return statistics.quantiles(found, n=100, method="inclusive")[pct - 1]
+
+    def check_records(self, bed: Bed, delivered: frozenset[str]) -> None:
+        """After a worker stopped: count what it delivered but did not record."""
+        self.delivered_by_worker += len(delivered)
+        self.unrecorded += not_recorded(bed, delivered)
+
+
+def best(drains: list[Drain]) -> Drain:
+    return max(drains, key=lambda drain: drain.rate)
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def runs(drains: list[Drain]) -> str:
+    """Each run's deliveries/s, and anything lost or sent again."""
+    rates = " · ".join(f"{drain.rate:,.0f}" for drain in drains)
+    lost = sum(drain.lost for drain in drains)
+    resent = sum(drain.resent for drain in drains)
+    notes = [f"{lost:,} LOST"] if lost else []
+    notes += [f"+{resent:,} sent again from earlier runs"] if resent else []
+    expected = {drain.expected for drain in drains}
+    each = f"{expected.pop():,} each" if len(expected) == 1 else "deliveries"
+    return f"runs {rates} /s ({', '.join([each, *notes])})"
+
+
+def report_setup(events: int, endpoints: int, rounds: int, settings: Settings) -> None:
+    deliveries = events * endpoints
+    print(
+        f"throughput: {events:,} events × {endpoints} endpoints = "
+        f"{deliveries:,} deliveries, published before the worker starts; deliveries/s = "
+        "deliveries / (last arrival − first arrival) at the receiver; best of "
+        f"{rounds} alternating rounds"
+    )
+    print(
+        f"one worker process (uvloop), {settings.max_in_flight} in flight, "
+        f"{settings.max_in_flight_per_endpoint} per endpoint; the bare aiohttp sender: same "
+        "loop, limits, TLS trust, bodies and headers, signed per request"
+    )
+    print(
+        "receiver: its own process, raw HTTP/1.1 over TLS on uvloop, one port per endpoint; "
+        f"light load: {LIGHT_EVENTS} events, one every {LIGHT_INTERVAL * 1000:.0f} ms, one "
+        "endpoint, latency = arrival − publish commit"
+    )
+
+
+def report(outcome: Outcome) -> None:
+    """One table per database: the best run of each kind, every run, and the targets."""
+    o = outcome
+    p50, p99 = o.percentile(50), o.percentile(99)
+    silent = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(o.silent_met)}{silent_cpu(o)}"
+    rows = [
+        ("deliveries/s, worker", f"{best(o.ours).rate:,.0f}", runs(o.ours)),
+        ("deliveries/s, bare", f"{best(o.bare).rate:,.0f}", runs(o.bare)),
+        ("ratio ours/bare", f"{o.ratio:.2f}", f"target ≥ {TARGET_RATIO}: {met(o.ratio_met)}"),
+        ("CPU µs per delivery", cpu_cell(o), cpu_note(o)),
+        ("light load p50", f"{p50:.1f} ms", f"target < {TARGET_P50_MS:.0f} ms: {met(o.p50_met)}"),
+        ("light load p99", f"{p99:.1f} ms", f"{LIGHT_EVENTS - o.light_lost} of {LIGHT_EVENTS}"),
+        ("+1 silent endpoint", f"{best(o.silent).rate:,.0f}", f"healthy: {runs(o.silent)}"),
+        ("change", f"{o.silent_change:+.1f} %", silent),
+        ("not recorded", f"{o.unrecorded:,}", unrecorded_note(o)),
+    ]
+    print(f"\n{o.database}")
+    for label, value, note in rows:
+        print(f"  {label:<22} {value:>10}   {note}")
+
+
+def cpu_cell(outcome: Outcome) -> str:
+    ours, bare = least_cpu(outcome.ours), least_cpu(outcome.bare)
+    if ours is None or bare is None:
+        return "-"
+    return f"{ours:.0f} / {bare:.0f}"
+
+
+def cpu_note(outcome: Outcome) -> str:
+    ours, bare = least_cpu(outcome.ours), least_cpu(outcome.bare)
+    if ours is None or bare is None:
+        return "unknown (no /proc)"
+    return f"worker / bare sender: bare/ours {bare / ours:.2f} (CPU time, steadier than rates)"
+
+
+def silent_cpu(outcome: Outcome) -> str:
+    """The worker's CPU time per healthy delivery with the silent endpoint, change in %."""
+    ours, silent = least_cpu(outcome.ours), least_cpu(outcome.silent)
+    if ours is None or silent is None:
+        return ""
+    return f" (worker CPU per delivery {(silent / ours - 1) * 100:+.1f} %)"
+
+
+def least_cpu(drains: list[Drain]) -> float | None:
+    found = [d.cpu_per_delivery for d in drains if d.cpu_per_delivery is not None]
+    return min(found) if found else None
+
+
+def unrecorded_note(outcome: Outcome) -> str:
+    """Deliveries that arrived, yet the database does not show as succeeded."""
+    if not outcome.unrecorded:
+        return f"all {outcome.delivered_by_worker:,} the worker delivered are recorded"
+    return (
+        f"of {outcome.delivered_by_worker:,} the worker delivered: it lost these results "
+        "(they stay leased and are sent again when the lease runs out)"
+    )
+
+
+def met(done: bool) -> str:
+    return "met" if done else "MISSED"

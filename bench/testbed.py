@@ -1,0 +1,217 @@
+"""The delivery benchmark's test bed: TLS, a database, the worker process, clubs and events.
+
+Two clubs with their webhooks module on: the busy one, with the healthy endpoints (receiver
+roles e0, e1, …) and the silent one, switched on only for the silent runs; the light one, with
+one endpoint, for latency at light load. Every endpoint is subscribed to every kind; events
+carry sample data drawn from random generators seeded from ``SEED``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import trustme
+from psycopg import sql
+from pydantic import SecretStr
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain import events as catalog
+from clubwire.domain import timestamps
+from clubwire.services import clubs, endpoints
+from clubwire.services import events as publishing
+from clubwire.settings import Settings
+from clubwire.storage import database, migrate
+from clubwire.storage.models import Club, Endpoint
+from harness import HOST, START_TIMEOUT, STOP_TIMEOUT, BenchError, Process, start
+from receiver import LIGHT, SILENT, Receiver
+
+BUSY_CLUB, LIGHT_CLUB = "granite", "pebble"
+KINDS = catalog.SUBSCRIBABLE
+PUBLISH_BATCH = 500  # events per publishing transaction
+ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out within a run
+SEED = 20260105
+
+
+# -- TLS and databases ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tls:
+    """The test CA (``CLUBWIRE_CA_BUNDLE``) and the receiver's key and certificate chain."""
+
+    bundle: Path
+    server_pem: Path
+
+
+def make_tls(workdir: Path) -> Tls:
+    ca = trustme.CA()
+    tls = Tls(workdir / "ca.pem", workdir / "receiver.pem")
+    ca.cert_pem.write_to_path(str(tls.bundle))
+    ca.issue_cert(HOST).private_key_and_cert_chain_pem.write_to_path(str(tls.server_pem))
+    return tls
+
+
+@dataclass(frozen=True)
+class Bed:
+    """One database ready for the benchmark: settings, sessions, and the worker's environment."""
+
+    name: str
+    settings: Settings
+    sessions: sessionmaker[Session]
+    env: dict[str, str]
+    workdir: Path
+
+
+def postgres_database(stack: ExitStack, admin_url: str) -> str:
+    """A fresh database, dropped when the stack closes; returns its URL."""
+    name = f"clubwire_bench_{secrets.token_hex(4)}"
+    try:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=3) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except psycopg.Error as exc:
+        raise BenchError(f"cannot create a PostgreSQL database at {admin_url}: {exc}") from exc
+    stack.callback(drop_postgres_database, admin_url, name)
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_postgres_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=3) as admin:
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def prepare_bed(stack: ExitStack, name: str, workdir: Path, tls: Tls, postgres_url: str) -> Bed:
+    """A migrated database (a SQLite file in ``workdir``, or a fresh PostgreSQL database)."""
+    workdir.mkdir()
+    if name == "sqlite":
+        url = f"sqlite:///{workdir / 'bench.db'}"
+    else:
+        url = postgres_database(stack, postgres_url)
+    secret_key = secrets.token_urlsafe(30)
+    settings = Settings(
+        database_url=url,
+        home=workdir,
+        secret_key=SecretStr(secret_key),
+        allow_private_targets=True,
+        ca_bundle=tls.bundle,
+        attempt_timeout=ATTEMPT_TIMEOUT,
+        _env_file=None,
+    )
+    engine = database.engine_for(settings)
+    stack.callback(engine.dispose)
+    migrate.upgrade(engine)
+    return Bed(name, settings, database.sessions(engine), worker_environment(settings), workdir)
+
+
+# -- the worker process -----------------------------------------------------------------------
+
+
+def worker_environment(settings: Settings) -> dict[str, str]:
+    """The parent's environment without its CLUBWIRE_* settings, plus the benchmark's."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
+    env.update(
+        {
+            "CLUBWIRE_DATABASE_URL": settings.database_url,
+            "CLUBWIRE_HOME": str(settings.home),
+            "CLUBWIRE_SECRET_KEY": settings.secret_key_value(),
+            "CLUBWIRE_ALLOW_PRIVATE_TARGETS": "true",
+            "CLUBWIRE_CA_BUNDLE": str(settings.ca_bundle),
+            "CLUBWIRE_ATTEMPT_TIMEOUT": str(settings.attempt_timeout),
+            "CLUBWIRE_MAX_IN_FLIGHT": str(settings.max_in_flight),
+            "CLUBWIRE_MAX_IN_FLIGHT_PER_ENDPOINT": str(settings.max_in_flight_per_endpoint),
+        }
+    )
+    return env
+
+
+@contextmanager
+def worker(bed: Bed, label: str) -> Iterator[Process]:
+    """One ``clubwire worker`` process for the block; stopped gracefully at its end."""
+    with ExitStack() as stack:
+        command = [sys.executable, "-m", "clubwire", "worker"]
+        log = bed.workdir / f"worker-{label}.log"
+        stop_timeout = bed.settings.attempt_timeout + 2 * STOP_TIMEOUT
+        yield start(stack, command, bed.env, log, stop_timeout)
+
+
+def wait_started(process: Process, poll: float = 0.1) -> None:
+    """Until the worker says it is delivering."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while "delivering webhooks" not in process.log.read_text(errors="replace"):
+        process.check()
+        if time.monotonic() > deadline:
+            raise BenchError(f"the worker did not start within {START_TIMEOUT:.0f} s")
+        time.sleep(poll)
+
+
+# -- clubs, endpoints, events -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Clubs:
+    busy_id: str  # the healthy endpoints e0, e1, … and the silent one
+    light_id: str  # one endpoint, for latency at light load
+    silent_id: str  # the endpoint that never gets an answer (off until scenario 2)
+    signing_secrets: dict[str, str]  # healthy endpoint id → secret
+    roles: dict[str, str]  # healthy endpoint id → receiver role
+
+
+def seed(bed: Bed, receiver: Receiver, healthy: list[str]) -> Clubs:
+    """Both clubs with their module on, and their endpoints subscribed to every kind."""
+    signing_secrets, roles = {}, {}
+    with bed.sessions.begin() as session:
+        busy = new_club(session, BUSY_CLUB)
+        light = new_club(session, LIGHT_CLUB)
+        for role in healthy:
+            endpoint, secret = new_endpoint(session, bed, busy, receiver.url(role))
+            signing_secrets[endpoint.id], roles[endpoint.id] = secret, role
+        new_endpoint(session, bed, light, receiver.url(LIGHT))
+        silent, _ = new_endpoint(session, bed, busy, receiver.url(SILENT))
+        return Clubs(busy.id, light.id, silent.id, signing_secrets, roles)
+
+
+def new_endpoint(session: Session, bed: Bed, club: Club, url: str) -> tuple[Endpoint, str]:
+    return endpoints.create_endpoint(session, club, url, KINDS, timestamps.utc_now(), bed.settings)
+
+
+def new_club(session: Session, slug: str) -> Club:
+    now = timestamps.utc_now()
+    club = clubs.create_club(session, slug, f"{slug.title()} Curling Club", now)
+    clubs.set_webhooks_module(session, slug, True, now)
+    return club
+
+
+def switch_silent(bed: Bed, clubs_: Clubs, on: bool) -> None:
+    """Switch the silent endpoint on or off (its waiting deliveries are then skipped)."""
+    now = timestamps.utc_now()
+    with bed.sessions.begin() as session:
+        if on:
+            endpoints.enable_endpoint(session, clubs_.busy_id, clubs_.silent_id, now)
+        else:
+            endpoints.disable_endpoint(session, clubs_.busy_id, clubs_.silent_id, now)
+
+
+def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> None:
+    """``count`` events of every kind in turn, PUBLISH_BATCH to a transaction."""
+    for first in range(0, count, PUBLISH_BATCH):
+        with bed.sessions.begin() as session:
+            club = clubs.get_club_by_id(session, club_id)
+            for number in range(first, min(count, first + PUBLISH_BATCH)):
+                publish_one(session, club, KINDS[number % len(KINDS)], rng)
+
+
+def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> str:
+    now = timestamps.utc_now()
+    event, _ = publishing.publish(session, club, kind, catalog.sample(kind, now, rng), now)
+    return event.id
