@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, signing
+from clubwire.domain import event_schemas
 from clubwire.services import endpoints, events
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
@@ -176,6 +177,7 @@ def test_send_test_reports_the_outcome_and_never_counts(
     assert (result.ok, result.response_code) == (False, 500)  # type: ignore[attr-defined]
     assert request.headers["X-Service-Event"] == "ping"
     signing.verify(request.body, request.headers["X-Service-Signature"], secret)
+    assert orjson.loads(request.body)["data"] == event_schemas.example("ping")["data"]
     with sessions() as session:
         endpoint = session.get_one(Endpoint, endpoint_id)
         assert (endpoint.dead_in_a_row, endpoint.last_response_code) == (0, 500)

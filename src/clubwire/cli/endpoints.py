@@ -18,7 +18,7 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import timestamps
-from clubwire.services import clubs, dispatch
+from clubwire.services import clubs, records
 from clubwire.services import endpoints as endpoint_service
 from clubwire.settings import Settings
 from clubwire.worker import running
@@ -184,19 +184,19 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
     if as_json:
         print_json(describe_result(result))
     else:
-        click.echo(dispatch.plain(result))
+        click.echo(records.plain(result))
     if not result.ok:
         raise SystemExit(1)
 
 
 async def _send_test(
     current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
-) -> dispatch.Result:
+) -> records.Result:
     async with running.attempter(current) as sends:
         return await running.send_test(current, sessions, sends, club_id, endpoint_id)
 
 
-def describe_result(result: dispatch.Result) -> dict[str, object]:
+def describe_result(result: records.Result) -> dict[str, object]:
     return {
         "deliveryId": result.job.delivery_id,
         "ok": result.ok,

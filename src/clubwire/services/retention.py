@@ -18,19 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
 
-from sqlalchemy import Delete, Table, delete, exists, select
+from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.deliveries import Status
-from clubwire.storage.models import Attempt, Delivery, Event
+from clubwire.storage import tables
 
 BATCH = 1000
-
-_attempts = cast(Table, Attempt.__table__)
-_deliveries = cast(Table, Delivery.__table__)
-_events = cast(Table, Event.__table__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,25 +70,25 @@ def _drain(
 
 
 def _old_attempts(cutoff: datetime, batch: int) -> Delete:
-    a = _attempts.c
+    a = tables.attempts.c
     chosen = select(a.id).where(a.started_at < cutoff).limit(batch)
-    return delete(_attempts).where(a.id.in_(chosen.with_for_update(skip_locked=True)))
+    return delete(tables.attempts).where(a.id.in_(chosen.with_for_update(skip_locked=True)))
 
 
 def _finished_deliveries(cutoff: datetime, batch: int) -> Delete:
-    d, e = _deliveries.c, _events.c
+    d, e = tables.deliveries.c, tables.events.c
     chosen = (
         select(d.id)
-        .join(_events, e.id == d.event_id)
+        .join(tables.events, e.id == d.event_id)
         .where(e.created_at < cutoff, d.status != Status.PENDING, d.next_attempt_at.is_(None))
         .limit(batch)
-        .with_for_update(skip_locked=True, of=_deliveries)
+        .with_for_update(skip_locked=True, of=tables.deliveries)
     )
-    return delete(_deliveries).where(d.id.in_(chosen))
+    return delete(tables.deliveries).where(d.id.in_(chosen))
 
 
 def _lone_events(cutoff: datetime, batch: int) -> Delete:
-    e = _events.c
-    referred = exists().where(_deliveries.c.event_id == e.id)
+    e = tables.events.c
+    referred = exists().where(tables.deliveries.c.event_id == e.id)
     chosen = select(e.id).where(e.created_at < cutoff, ~referred).limit(batch)
-    return delete(_events).where(e.id.in_(chosen.with_for_update(skip_locked=True)))
+    return delete(tables.events).where(e.id.in_(chosen.with_for_update(skip_locked=True)))

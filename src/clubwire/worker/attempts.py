@@ -11,8 +11,9 @@ from clubwire import logs, signing
 from clubwire.domain import deliveries, events
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
-from clubwire.services.dispatch import Job, Result
+from clubwire.services.claims import Job
 from clubwire.services.metrics import Metrics
+from clubwire.services.records import Result
 from clubwire.worker.client import Sender
 
 USER_AGENT = "Service-Webhooks/1.0"

@@ -4,7 +4,7 @@ Each endpoint in play has a lane: the jobs claimed for it, waiting, and up to
 ``max_in_flight_per_endpoint`` runners attempting them one after another, so a slow endpoint
 holds only its own lane and never starves the others; at most ``max_in_flight`` attempts run
 at once in all. A lane asks for more while it still has a round of attempts waiting, so it
-does not run dry; endpoints not in play are found by ``dispatch.due_endpoints`` when the
+does not run dry; endpoints not in play are found by ``claims.due_endpoints`` when the
 worker is woken (a publish in this process, ``NOTIFY`` on PostgreSQL) and at every poll.
 Neither ever reads past another endpoint's deliveries, however many are due. Claims for
 several lanes share one transaction, and results are recorded in batches by one task.
@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import timestamps
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import dispatch
+from clubwire.services import claims, records
 from clubwire.services.events import NOTIFY_CHANNEL
 from clubwire.settings import Settings
 from clubwire.worker.attempts import Attempter
@@ -56,7 +56,7 @@ def backlog_rounds(settings: Settings) -> int:
 class Lane:
     """One endpoint's claimed jobs: waiting in ``queue``, or held by one of its ``runners``."""
 
-    queue: deque[dispatch.Job] = field(default_factory=deque)
+    queue: deque[claims.Job] = field(default_factory=deque)
     runners: int = 0
     dry: bool = False  # its last claim found fewer due deliveries than it asked for
 
@@ -100,10 +100,10 @@ class Worker:
         self._wanting: dict[str, None] = {}  # endpoints to claim for, in the order they asked
         self._discover = True  # look for endpoints with due deliveries in the next round
         self._discovered_at = 0.0  # when it last looked (the event loop's clock)
-        self._given_back: list[dispatch.Job] = []  # leases too short to attempt in
+        self._given_back: list[claims.Job] = []  # leases too short to attempt in
         self._gate = asyncio.Semaphore(settings.max_in_flight)
         self._runners: set[asyncio.Task[None]] = set()
-        self._results: list[dispatch.Result] = []
+        self._results: list[records.Result] = []
         self._flushing = asyncio.Lock()
         self._wake = asyncio.Event()
         self._poll = POLL_SQLITE if settings.is_sqlite else POLL_POSTGRES
@@ -198,7 +198,7 @@ class Worker:
                 del self._wanting[endpoint_id]
         return wants
 
-    def _deal(self, jobs: list[dispatch.Job], wants: dict[str, int]) -> None:
+    def _deal(self, jobs: list[claims.Job], wants: dict[str, int]) -> None:
         """Queue the claimed jobs in their lanes and start runners for them."""
         got: Counter[str] = Counter()
         for job in jobs:
@@ -231,7 +231,7 @@ class Worker:
             if not lane.held and self._lanes.get(endpoint_id) is lane:
                 del self._lanes[endpoint_id]
 
-    async def _attempt(self, job: dispatch.Job) -> None:
+    async def _attempt(self, job: claims.Job) -> None:
         async with self._gate:
             if job.lease_until - self._clock() < self._attempt_span:
                 self._given_back.append(job)  # it waited too long: another round may take it
@@ -307,16 +307,16 @@ class Worker:
 
     def _due_endpoints(self) -> list[str]:
         with self._sessions() as session:
-            return dispatch.due_endpoints(session, self._clock())
+            return claims.due_endpoints(session, self._clock())
 
-    def _claim(self, wants: dict[str, int]) -> list[dispatch.Job]:
+    def _claim(self, wants: dict[str, int]) -> list[claims.Job]:
         with self._sessions.begin() as session:
-            return dispatch.claim(session, self._clock(), self._lease, wants)
+            return claims.claim(session, self._clock(), self._lease, wants)
 
-    def _release(self, jobs: list[dispatch.Job]) -> None:
+    def _release(self, jobs: list[claims.Job]) -> None:
         with self._sessions.begin() as session:
-            dispatch.release(session, jobs)
+            claims.release(session, jobs)
 
-    def _record(self, results: list[dispatch.Result]) -> None:
+    def _record(self, results: list[records.Result]) -> None:
         with self._sessions.begin() as session:
-            dispatch.record(session, results, self._schedule, self._clock())
+            records.record(session, results, self._schedule, self._clock())

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain import timestamps
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
-from clubwire.services import clubs, dispatch
+from clubwire.services import claims, clubs, records
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.worker import retention
@@ -68,19 +68,19 @@ async def send_test(
     club_id: str,
     endpoint_id: str,
     clock: Callable[[], datetime] = timestamps.utc_now,
-) -> dispatch.Result:
+) -> records.Result:
     """Send test: a ``ping`` to one endpoint, one attempt, recorded, its result returned."""
     lease = timedelta(seconds=settings.lease_seconds)
 
-    def create() -> dispatch.Job:
+    def create() -> claims.Job:
         with sessions.begin() as session:
             club = clubs.get_club_by_id(session, club_id)
-            return dispatch.create_test_job(session, club, endpoint_id, clock(), lease)
+            return claims.create_test_job(session, club, endpoint_id, clock(), lease)
 
-    def record(result: dispatch.Result) -> None:
+    def record(result: records.Result) -> None:
         with sessions.begin() as session:
             schedule = RetrySchedule(settings.retry_schedule)
-            dispatch.record(session, [result], schedule, clock())
+            records.record(session, [result], schedule, clock())
 
     result = await sends.attempt(await asyncio.to_thread(create))
     await asyncio.to_thread(record, result)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import errors
 from clubwire.domain import events as catalog
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import deliveries, dispatch, endpoints, events
+from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, registration
@@ -20,22 +20,22 @@ SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
 LEASE = timedelta(seconds=60)
 
 
-def _claim(sessions: sessionmaker[Session], at: timedelta = timedelta()) -> list[dispatch.Job]:
+def _claim(sessions: sessionmaker[Session], at: timedelta = timedelta()) -> list[claims.Job]:
     """Everything due, as a worker finds and claims it."""
     with sessions.begin() as session:
-        due = dispatch.due_endpoints(session, EPOCH + at)
-        return dispatch.claim(session, EPOCH + at, LEASE, dict.fromkeys(due, 100))
+        due = claims.due_endpoints(session, EPOCH + at)
+        return claims.claim(session, EPOCH + at, LEASE, dict.fromkeys(due, 100))
 
 
 def _record(
     sessions: sessionmaker[Session],
-    jobs: list[dispatch.Job],
+    jobs: list[claims.Job],
     ok: bool,
     at: timedelta = timedelta(),
     code: int | None = None,
 ) -> None:
     results = [
-        dispatch.Result(
+        records.Result(
             job,
             EPOCH + at,
             ok,
@@ -47,7 +47,7 @@ def _record(
         for job in jobs
     ]
     with sessions.begin() as session:
-        dispatch.record(session, results, SCHEDULE, EPOCH + at)
+        records.record(session, results, SCHEDULE, EPOCH + at)
 
 
 def _world(sessions: sessionmaker[Session], settings: Settings, count: int = 1) -> tuple[str, str]:
@@ -255,7 +255,7 @@ def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
             for at in (timedelta(seconds=2), timedelta(seconds=1), timedelta(seconds=3))
         ]
     with sessions.begin() as session:
-        jobs = dispatch.claim(session, EPOCH + timedelta(seconds=5), LEASE, {first.id: 2})
+        jobs = claims.claim(session, EPOCH + timedelta(seconds=5), LEASE, {first.id: 2})
     assert {job.endpoint_id for job in jobs} == {first.id}
     assert {catalog.id_of(job.body) for job in jobs} == {published[1].id, published[0].id}
     left = _claim(sessions, timedelta(seconds=5))
@@ -288,14 +288,14 @@ def test_due_endpoints_are_found_once_each_the_longest_waiting_first(
             .values(next_attempt_at=EPOCH + timedelta(seconds=20))
         )
     with sessions() as session:
-        assert dispatch.due_endpoints(session, EPOCH + timedelta(seconds=10)) == [oldest.id]
+        assert claims.due_endpoints(session, EPOCH + timedelta(seconds=10)) == [oldest.id]
         now = EPOCH + timedelta(seconds=40)
-        assert dispatch.due_endpoints(session, now) == [oldest.id, middle.id, newest.id]
+        assert claims.due_endpoints(session, now) == [oldest.id, middle.id, newest.id]
     with sessions.begin() as session:  # leased deliveries are not due until the lease runs out
-        dispatch.claim(session, now, LEASE, {middle.id: 3})
+        claims.claim(session, now, LEASE, {middle.id: 3})
     with sessions() as session:
-        assert dispatch.due_endpoints(session, now) == [oldest.id, newest.id]
-        assert dispatch.due_endpoints(session, now + LEASE * 2) == [
+        assert claims.due_endpoints(session, now) == [oldest.id, newest.id]
+        assert claims.due_endpoints(session, now + LEASE * 2) == [
             oldest.id,
             middle.id,
             newest.id,
@@ -309,11 +309,11 @@ def test_attempts_are_stored_exactly_as_they_happened(
     first, second = _claim(sessions)
     awkward = 'he said "hi" \\ \n\t\u2028 é 😀 <b>&amp;</b> \ufffd'
     results = [
-        dispatch.Result(first, EPOCH, False, 503, None, 1234, awkward),
-        dispatch.Result(second, EPOCH, False, None, "tls: host name mismatch", 7, ""),
+        records.Result(first, EPOCH, False, 503, None, 1234, awkward),
+        records.Result(second, EPOCH, False, None, "tls: host name mismatch", 7, ""),
     ]
     with sessions.begin() as session:
-        dispatch.record(session, results, SCHEDULE, EPOCH)
+        records.record(session, results, SCHEDULE, EPOCH)
     with sessions() as session:
         stored = {
             a.delivery_id: (
@@ -345,7 +345,7 @@ def test_a_test_send_never_counts_toward_dead_in_a_row(
 ) -> None:
     club_id, endpoint_id = _world(sessions, settings, count=0)
     with sessions.begin() as session:
-        job = dispatch.create_test_job(
+        job = claims.create_test_job(
             session, session.get_one(Club, club_id), endpoint_id, EPOCH, LEASE
         )
     assert job.kind == "ping"

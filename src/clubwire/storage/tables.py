@@ -1,0 +1,16 @@
+"""The tables as SQLAlchemy Core sees them, for the hot statements that run on the tables
+themselves, not through the ORM's machinery (DESIGN §8)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from sqlalchemy import Table
+
+from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
+
+attempts = cast(Table, Attempt.__table__)
+clubs = cast(Table, Club.__table__)
+deliveries = cast(Table, Delivery.__table__)
+endpoints = cast(Table, Endpoint.__table__)
+events = cast(Table, Event.__table__)
