@@ -13,10 +13,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pytest
 import stripe
 
 from clubwire import signing
+from clubwire.domain import event_schemas
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "webhook-signature-vectors.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)\n```$", re.MULTILINE | re.DOTALL)
@@ -133,6 +135,14 @@ def test_the_vectors_include_the_required_cases() -> None:
         e.keys() == ENVELOPE and e["id"].startswith("evt_") and e["event"] == "registration.created"
         for e in envelopes
     )
+
+
+def test_the_envelope_vectors_are_the_catalog_examples_byte_for_byte() -> None:
+    """So that a receiver can test its parsing with them too, not only its signing."""
+    envelopes = [v.body for v in VECTORS if json.loads(v.body).keys() == ENVELOPE]
+    kinds = [json.loads(body)["event"] for body in envelopes]
+    assert kinds == ["registration.created", "ping"]
+    assert envelopes == [orjson.dumps(event_schemas.example(kind)) for kind in kinds]
 
 
 def test_every_header_quoted_in_the_doc_is_a_vector_header() -> None:
