@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import signal
 from collections.abc import Sequence
+from types import FrameType
 
 import uvicorn
 
-from clubwire import logs
+from clubwire import interrupts, logs
 from clubwire.settings import Settings
 from clubwire.web.app import Service, create_app
 
@@ -37,4 +39,15 @@ def run(settings: Settings, host: str, port: int, services: Sequence[Service] = 
     gc.freeze()
     # uvicorn raises the Ctrl-C it handled again once it has shut down: a clean stop.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.Server(config).run()
+        _Server(config).run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, but a second Ctrl-C during the graceful stop ends the process at
+    once (``interrupts``); uvicorn's own forced exit cancels the app mid-shutdown and logs
+    the traceback of that."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            interrupts.stop_at_once()
+        super().handle_exit(sig, frame)

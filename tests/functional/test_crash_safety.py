@@ -28,6 +28,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire import interrupts
 from clubwire.domain import timestamps
 from clubwire.services import endpoints, events
 from clubwire.settings import Settings
@@ -35,6 +36,7 @@ from clubwire.storage import database
 from clubwire.storage.models import Delivery
 from tests.conftest import SECRET_KEY, make_settings
 from tests.factories import make_club, registration
+from tests.functional.processes import free_port
 from tests.receiver import Authority, authority, serving
 
 pytestmark = pytest.mark.slow
@@ -94,11 +96,12 @@ class Workers:
         for process, _ in self._started:
             process.wait(timeout=30)
 
-    def start(self, **overrides: str) -> subprocess.Popen[bytes]:
+    def start(self, *command: str, **overrides: str) -> subprocess.Popen[bytes]:
+        """``clubwire worker``, or the ``command`` given (``serve`` delivers on SQLite too)."""
         log = self._folder / f"worker-{len(self._started) + 1}.log"
         with log.open("wb") as output:
             process = subprocess.Popen(
-                [sys.executable, "-m", "clubwire", "worker"],
+                [sys.executable, "-m", "clubwire", *(command or ["worker"])],
                 cwd=self._folder,
                 env={**self._env, **overrides},
                 stdin=subprocess.DEVNULL,
@@ -126,6 +129,11 @@ class Workers:
     def terminate(self, process: subprocess.Popen[bytes]) -> None:
         self._stopping.add(process.pid)
         process.send_signal(signal.SIGTERM)
+
+    def interrupt(self, process: subprocess.Popen[bytes]) -> None:
+        """Ctrl-C."""
+        self._stopping.add(process.pid)
+        process.send_signal(signal.SIGINT)
 
     def ready(self, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
         self.until(lambda: READY in self.output(process), f"worker {process.pid} ready", timeout)
@@ -415,6 +423,41 @@ def test_sigterm_finishes_the_attempts_in_flight(
         ("pending", 0)
     }
     assert "Traceback" not in workers.output(worker), workers.output(worker)
+
+
+@pytest.mark.parametrize("role", ["worker", "serve"])
+def test_a_second_ctrl_c_stops_at_once_and_loses_nothing(
+    settings: Settings, sessions: sessionmaker[Session], tmp_path: Path, role: str
+) -> None:
+    """Ctrl-C waits for the attempts in flight; a second one ends the process at once, in one
+    line and without a traceback, and leaves those deliveries leased, to be made again."""
+    if role == "serve" and not settings.is_sqlite:
+        pytest.skip("serve delivers in its own process on SQLite only")
+    tls = authority(tmp_path)
+    env = worker_environment(
+        settings.database_url,
+        tls.bundle,
+        CLUBWIRE_LEASE_SECONDS="120",
+        CLUBWIRE_ATTEMPT_TIMEOUT="60",
+    )
+    command = ["serve", "--port", str(free_port())] if role == "serve" else []
+    with serving(tls, hang=True) as receiver, Workers(tmp_path, env) as workers:
+        delivery_ids = publish(sessions, settings, [receiver.url], 3)
+        process = workers.start(*command)
+        receiver.wait_for(3, timeout=30)
+        workers.interrupt(process)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=1)  # the graceful stop waits for the receiver's answers
+        workers.interrupt(process)
+        assert process.wait(timeout=20) == interrupts.EXIT_CODE, workers.output(process)
+        output = workers.output(process)
+    assert output.splitlines()[-1] == interrupts.MESSAGE
+    assert "Traceback" not in output, output
+    final = rows(sessions)
+    assert set(final) == delivery_ids
+    assert {(row.status, row.attempt, row.leased) for row in final.values()} == {
+        ("pending", 0, True)
+    }
 
 
 def test_on_sqlite_a_second_worker_process_refuses_to_start(

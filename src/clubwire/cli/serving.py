@@ -9,7 +9,7 @@ import signal
 import click
 import uvloop
 
-from clubwire import logs
+from clubwire import interrupts, logs
 from clubwire.cli.base import cli, prepare_database, session_factory, settings
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
@@ -54,7 +54,8 @@ def serve(host: str, port: int) -> None:
     help="Address for --metrics-port (default: CLUBWIRE_WORKER_METRICS_HOST, 127.0.0.1).",
 )
 def worker(metrics_port: int | None, metrics_host: str | None) -> None:
-    """Deliver webhooks until stopped (SIGTERM or Ctrl-C finish the attempts in flight)."""
+    """Deliver webhooks until stopped (SIGTERM or Ctrl-C finish the attempts in flight; a
+    second Ctrl-C stops at once)."""
     from clubwire.worker import lock
 
     current = _with_metrics_address(settings(), metrics_port, metrics_host)
@@ -68,6 +69,13 @@ def worker(metrics_port: int | None, metrics_host: str | None) -> None:
         uvloop.run(_work(current))
 
 
+def _interrupted(stop: asyncio.Event) -> None:
+    """Ctrl-C: the first stops gracefully, a second at once."""
+    if stop.is_set():
+        interrupts.stop_at_once()
+    stop.set()
+
+
 def _with_metrics_address(current: Settings, port: int | None, host: str | None) -> Settings:
     given = {"worker_metrics_port": port, "worker_metrics_host": host}
     return current.model_copy(update={name: v for name, v in given.items() if v is not None})
@@ -79,8 +87,8 @@ async def _work(current: Settings) -> None:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, _interrupted, stop)
     metrics = Metrics()
     with session_factory(current, worker=True) as sessions, metrics.watching_queue(sessions):
         async with (
