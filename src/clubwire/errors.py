@@ -49,6 +49,13 @@ class InsufficientScope(ClubwireError):
         super().__init__(f"This request needs an API key with the scope {scope}.")
 
 
+class IdempotencyKeyReused(ClubwireError):
+    """This idempotency key was first used for another event: a repeat must send the same
+    event kind and data."""
+
+    code = "idempotency_key_reused"
+
+
 class Forbidden(ClubwireError):
     """You may not do this."""
 

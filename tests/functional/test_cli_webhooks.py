@@ -11,7 +11,7 @@ import pytest
 from clubwire import signing
 from clubwire.domain import events
 from tests.factories import registration
-from tests.functional.cli_runner import Invoke, ok, one_line_error
+from tests.functional.cli_runner import Invoke, Result, ok, one_line_error
 from tests.receiver import Authority, Receiver, authority, serving
 
 
@@ -181,6 +181,18 @@ def test_event_publish_refuses_invalid_data(run: Invoke, club: str, tmp_path: Pa
     assert "ping" in one_line_error(
         run("event", "publish", club, "ping", "--data", str(data)), code=2
     )
+
+
+def test_event_publish_refuses_an_idempotency_key_reused_for_other_data(
+    run: Invoke, club: str
+) -> None:
+    def publish(data: dict[str, object]) -> Result:
+        command = ["event", "publish", club, "registration.created", "--data", "-"]
+        return run(*command, "--idempotency-key", "k-1", stdin=json.dumps(data).encode())
+
+    first = ok(publish(registration())).out.strip()
+    assert ok(publish(registration())).out.strip() == first
+    assert f"first used for {first}" in one_line_error(publish(registration(invoice=None)))
 
 
 @pytest.mark.parametrize("kind", events.KINDS)

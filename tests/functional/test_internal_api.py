@@ -242,6 +242,25 @@ def test_a_repeated_idempotency_key_returns_the_first_event(
         assert session.scalar(select(func.count()).select_from(Delivery)) == 1
 
 
+def test_an_idempotency_key_reused_for_other_data_is_a_409_and_stores_nothing(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    headers = {**AUTH, "Idempotency-Key": "order-1234"}
+    body = {"event": "registration.created", "data": registration()}
+    first = client.post(EVENTS, json=body, headers=headers)
+    other = {"event": "registration.created", "data": registration(invoice=None)}
+    reused = client.post(EVENTS, json=other, headers=headers)
+    assert (first.status_code, reused.status_code) == (201, 409)
+    assert reused.headers["content-type"] == "application/problem+json"
+    problem = reused.json()
+    assert (problem["code"], problem["status"]) == ("idempotency_key_reused", 409)
+    assert first.json()["id"] in problem["detail"]
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 1
+        assert session.scalar(select(func.count()).select_from(Delivery)) == 1
+
+
 @pytest.mark.parametrize(
     "body",
     [

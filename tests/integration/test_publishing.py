@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from clubwire import errors
+from clubwire.domain import events as catalog
 from clubwire.services import clubs, endpoints, events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Event
@@ -114,6 +115,26 @@ def test_invalid_events_store_nothing(
     with pytest.raises(errors.InvalidInput, match=message):
         events.publish(session, club, kind, data, EPOCH)
     assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("registration.created", registration(member={"id": "m2", "name": "B", "email": "b@x.ca"})),
+        ("member.updated", catalog.sample("member.updated", EPOCH)),
+    ],
+)
+def test_an_idempotency_key_reused_for_another_event_is_refused(
+    session: Session, settings: Settings, kind: str, data: dict[str, object]
+) -> None:
+    """A key reused by mistake must not swallow the second event without a word."""
+    club = make_club(session)
+    make_endpoint(session, club, settings)
+    first, _ = events.publish(session, club, "registration.created", registration(), EPOCH, "k-1")
+    with pytest.raises(errors.IdempotencyKeyReused, match=f"first used for {first.id}"):
+        events.publish(session, club, kind, data, EPOCH, "k-1")
+    assert session.scalar(select(func.count()).select_from(Event)) == 1
+    assert len(_deliveries(session)) == 1
 
 
 def test_a_bad_idempotency_key_is_refused(session: Session) -> None:

@@ -34,7 +34,11 @@ def event() -> None:
     required=True,
     help="A JSON file with the event's data ('-' reads stdin).",
 )
-@click.option("--idempotency-key", default=None, help="Publishing again with it creates nothing.")
+@click.option(
+    "--idempotency-key",
+    default=None,
+    help="Publishing the same event again with it creates nothing; other data with it is refused.",
+)
 @JSON_OPTION
 def event_publish(
     slug: str, kind: str, data_file: str, idempotency_key: str | None, as_json: bool

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+import orjson
 from pydantic import BaseModel
 from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
@@ -29,8 +30,9 @@ def publish(
     """Record an event and one delivery per subscribed endpoint, in the caller's transaction.
 
     Returns the event and whether it is new: a repeated ``idempotency_key`` returns the first
-    event and creates nothing. While the club's module is off the event is recorded with no
-    deliveries; an endpoint that is off gets its delivery as ``skipped``.
+    event and creates nothing; the same key with another kind or other data is refused, so a
+    key reused by mistake cannot swallow an event. While the club's module is off the event
+    is recorded with no deliveries; an endpoint that is off gets its delivery as ``skipped``.
     """
     if kind == "ping":
         raise errors.InvalidInput("ping is sent only by Send test; it cannot be published.")
@@ -39,7 +41,7 @@ def publish(
     if idempotency_key is not None:
         earlier = _by_idempotency_key(session, club.id, idempotency_key)
         if earlier is not None:
-            return earlier, False
+            return _repeated(earlier, kind, payload), False
     event = record_event(session, club, kind, payload, now, idempotency_key)
     if club.webhooks_enabled:
         fan_out(session, event, subscribers(session, club.id, kind), now)
@@ -115,6 +117,17 @@ def _check_idempotency_key(key: str | None) -> None:
         raise errors.InvalidInput(
             f"An idempotency key has 1–{MAX_IDEMPOTENCY_KEY} printable characters."
         )
+
+
+def _repeated(earlier: Event, kind: str, payload: BaseModel) -> Event:
+    """The earlier event, if this publish repeats it (the same kind and data)."""
+    same_data = orjson.loads(earlier.body)["data"] == payload.model_dump(mode="json", by_alias=True)
+    if earlier.kind != kind or not same_data:
+        raise errors.IdempotencyKeyReused(
+            f"The idempotency key was first used for {earlier.id} ({earlier.kind}) with other "
+            "data; a repeat must send the same event kind and data, a new event a new key."
+        )
+    return earlier
 
 
 def _by_idempotency_key(session: Session, club_id: str, key: str) -> Event | None:

@@ -125,7 +125,8 @@ def router(settings: Settings) -> APIRouter:
         summary="Publish an event to the club's subscribed endpoints",
         status_code=201,
         responses={
-            200: {"description": "A repeat of an earlier Idempotency-Key", "model": EventOut}
+            200: {"description": "A repeat of an earlier Idempotency-Key", "model": EventOut},
+            **problems.documented(409),
         },
         **secured,
     )
@@ -134,7 +135,15 @@ def router(settings: Settings) -> APIRouter:
         body: EventIn,
         request: Request,
         response: Response,
-        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                max_length=255,
+                description="Your id for this event (per club): a repeat with the same event "
+                "and data returns the first event's id (200) and creates nothing; the same key "
+                "with other data is refused (409).",
+            ),
+        ] = None,
     ) -> EventOut:
         event_id, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
         if not created:

@@ -23,6 +23,7 @@ REALM = 'Bearer realm="clubwire"'
 _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.InvalidInput: 422,
     errors.NotFound: 404,
+    errors.IdempotencyKeyReused: 409,
     errors.Unauthenticated: 401,
     errors.InsufficientScope: 403,
     errors.Forbidden: 403,
