@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from sqlalchemy import func, select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain.sealing import Sealer
 from clubwire.services import endpoints
 from clubwire.settings import Settings
-from clubwire.storage.models import Endpoint
+from clubwire.storage.models import Club, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings
 
 
@@ -122,6 +124,34 @@ def test_a_club_has_at_most_the_configured_number_of_endpoints(
         endpoints.create_endpoint(
             session, club, "https://127.0.0.1/x", ["member.updated"], EPOCH, few
         )
+
+
+def test_racing_creations_cannot_pass_the_limit(
+    sessions: sessionmaker[Session], settings: Settings, database_url: str
+) -> None:
+    """Two creations at once with room for one: the second waits for the first, then is
+    refused (PostgreSQL; SQLite lets one writer at a time through)."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("concurrent writers are PostgreSQL's")
+    one = receiver_settings(settings, max_endpoints_per_club=1)
+    with sessions.begin() as session:
+        club_id = make_club(session).id
+
+    def create(session: Session) -> None:
+        club = session.get_one(Club, club_id)
+        url = "https://127.0.0.1/x"
+        endpoints.create_endpoint(session, club, url, ["member.updated"], EPOCH, one)
+
+    with sessions() as first, sessions() as second, ThreadPoolExecutor(1) as pool:
+        create(first)
+        racing = pool.submit(create, second)
+        with pytest.raises(TimeoutError):
+            racing.result(timeout=0.5)  # it waits for the first creation's lock
+        first.commit()
+        with pytest.raises(errors.InvalidInput, match="at most 1"):
+            racing.result(timeout=10)
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Endpoint)) == 1
 
 
 def test_another_clubs_endpoint_is_not_found(session: Session, settings: Settings) -> None:

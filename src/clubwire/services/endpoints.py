@@ -33,6 +33,9 @@ def create_endpoint(
     """Register a receiver URL; returns the endpoint and its signing secret (shown once)."""
     subscribed = subscribable(kinds)
     checked = check_url(url, settings, resolve)
+    # The club's row is locked first (on PostgreSQL), so that creations racing each other
+    # count one after another and the limit holds; SQLite has one writer anyway.
+    session.execute(select(Club.id).where(Club.id == club.id).with_for_update())
     count = session.scalar(select(func.count()).where(Endpoint.club_id == club.id)) or 0
     if count >= settings.max_endpoints_per_club:
         raise errors.InvalidInput(
