@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     database_url: str = ""
     public_url: str = "http://127.0.0.1:8000"
     club_host_suffix: str | None = None
+    max_request_bytes: Annotated[int, Field(ge=1024, le=100 * 1024 * 1024)] = 1024 * 1024
     platform_token: Annotated[SecretStr | None, Field(min_length=16)] = None
     secret_key: Annotated[SecretStr | None, Field(min_length=MIN_SECRET_LENGTH)] = None
 

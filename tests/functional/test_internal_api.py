@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -17,6 +18,8 @@ from tests.conftest import PLATFORM_TOKEN, make_settings
 from tests.factories import FakeClock, make_endpoint, make_key, program_data, registration
 
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
+JSON = {"Content-Type": "application/json"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 CLUB = "/internal/v1/clubs/granite"
 PROGRAM = f"{CLUB}/programs/tue-league"
 
@@ -288,3 +291,52 @@ def test_publish_to_an_unknown_club_is_404(client: TestClient) -> None:
         EVENTS, json={"event": "registration.created", "data": registration()}, headers=AUTH
     )
     assert response.status_code == 404
+
+
+# -- request size ------------------------------------------------------------------------
+
+SMALL = 1024
+
+
+@pytest.fixture
+def small(settings: Settings, clock: FakeClock) -> Iterator[TestClient]:
+    """The app with the smallest body limit allowed: 1 KiB."""
+    limited = settings.model_copy(update={"max_request_bytes": SMALL})
+    with TestClient(create_app(limited, clock), raise_server_exceptions=False) as client:
+        yield client
+
+
+def _event(padding: int = 0) -> bytes:
+    data = registration(member={"id": "m1", "name": "A" + "a" * padding, "email": "a@x.ca"})
+    return orjson.dumps({"event": "registration.created", "data": data})
+
+
+def test_a_body_within_the_limit_is_published(
+    small: TestClient, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _with_endpoint(small, sessions, settings)
+    body = _event()
+    assert len(body) <= SMALL
+    response = small.post(EVENTS, content=body, headers={**AUTH, **JSON})
+    assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_a_body_over_the_limit_is_413_before_it_is_read_and_stores_nothing(
+    small: TestClient, sessions: sessionmaker[Session], settings: Settings, declared: bool
+) -> None:
+    _with_endpoint(small, sessions, settings)
+    body = _event(padding=SMALL)  # valid but for its size: the limit comes first
+    content = body if declared else iter([body[:600], body[600:]])
+    response = small.post(EVENTS, content=content, headers={**AUTH, **JSON})
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == "too_large"
+    assert response.json()["detail"] == f"A request body may have at most {SMALL} bytes."
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+def test_the_limit_holds_before_sign_in_too(small: TestClient) -> None:
+    response = small.post("/sign-in", content=b"email=" + b"a" * SMALL, headers=FORM)
+    assert response.status_code == 413

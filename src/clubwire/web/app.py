@@ -19,7 +19,7 @@ from clubwire.services.api_access import ApiAccess
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
-from clubwire.web import internal_api, openapi, ops, problems, public_api, telemetry, ui
+from clubwire.web import internal_api, limits, openapi, ops, problems, public_api, telemetry, ui
 from clubwire.worker import lock, running
 from clubwire.worker.loop import Worker
 
@@ -87,6 +87,7 @@ def create_app(
     app.include_router(internal_api.router(settings))
     ui.install(app)
     app.router.routes.extend(ops.routes())
+    app.add_middleware(limits.BodyLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(telemetry.RequestTelemetry, metrics=metrics)
     app.router.routes[:0] = _public_routes(settings)
     public = public_api.describe()
