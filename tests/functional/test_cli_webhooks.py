@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,23 @@ def test_endpoint_test_prints_the_outcome(
         outcome = run("endpoint", "test", str(broken["id"]), "--json")
     assert outcome.code == 1
     assert json.loads(outcome.out)["responseCode"] == 500
+
+
+def test_delivery_show_lists_every_attempt(run: Invoke, club: str, tls: Authority) -> None:
+    with serving(tls, status=500) as failing:
+        endpoint_id = str(_create(run, failing.url)["id"])
+        tested = json.loads(run("endpoint", "test", endpoint_id, "--json").out)
+    delivery_id = tested["deliveryId"]
+    shown = json.loads(ok(run("delivery", "show", delivery_id, "--json")).out)
+    assert (shown["id"], shown["endpointId"], shown["event"]) == (delivery_id, endpoint_id, "ping")
+    [attempt] = shown["attempts"]
+    assert (attempt["number"], attempt["trigger"], attempt["responseCode"]) == (1, "test", 500)
+    assert attempt["excerpt"] == "answered 500"
+    assert attempt["startedAt"] == tested["startedAt"]
+    table = ok(run("delivery", "show", delivery_id)).out
+    assert f"Delivery     {delivery_id}" in table
+    assert re.search(r"^1\s+test\s+\S+Z\s+\d+\s+500\s+-\s+answered 500$", table, re.MULTILINE)
+    assert "no delivery" in one_line_error(run("delivery", "show", "dlv_nope"))
 
 
 def test_event_publish_and_delivery_list_and_retry(

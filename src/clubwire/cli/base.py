@@ -81,3 +81,10 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
 
 def text(value: object, empty: str = "-") -> str:
     return empty if value is None or value == "" else str(value)
+
+
+def one_line(value: str, limit: int) -> str:
+    """Someone else's text (a receiver's answer) made safe for a terminal: control characters
+    escaped, so none can move the cursor or recolour the screen, and cut to ``limit``."""
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in value)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"

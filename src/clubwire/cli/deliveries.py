@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from clubwire.cli.base import JSON_OPTION, cli, print_json, print_table, settings, text, transaction
+from clubwire.cli.base import (
+    JSON_OPTION,
+    cli,
+    one_line,
+    print_json,
+    print_table,
+    settings,
+    text,
+    transaction,
+)
 from clubwire.domain import timestamps
 from clubwire.domain.deliveries import Status
 from clubwire.services import clubs
@@ -51,6 +60,52 @@ def delivery_list(
     print_table(
         rows, ["ID", "KIND", "EVENT", "ENDPOINT", "STATUS", "ATTEMPT", "CODE", "NEXT ATTEMPT"]
     )
+
+
+@delivery.command("show")
+@click.argument("delivery_id", metavar="ID")
+@JSON_OPTION
+def delivery_show(delivery_id: str, as_json: bool) -> None:
+    """One delivery and every attempt made of it: when, how long, the answer or the error."""
+    with transaction(settings()) as session:
+        club_id = delivery_service.club_of_delivery(session, delivery_id)
+        record = delivery_service.describe(
+            delivery_service.get_delivery(session, club_id, delivery_id)
+        )
+        found = delivery_service.attempts_of(session, club_id, delivery_id)
+        attempts = [delivery_service.describe_attempt(attempt) for attempt in found]
+    if as_json:
+        print_json({**record, "attempts": attempts})
+        return
+    for label, key in SHOWN:
+        click.echo(f"{label:<13}{text(record[key])}")
+    click.echo()
+    print_table([_attempt_row(attempt) for attempt in attempts], ATTEMPT_COLUMNS)
+
+
+SHOWN = [
+    ("Delivery", "id"),
+    ("Event", "eventId"),
+    ("Kind", "event"),
+    ("Endpoint", "endpointId"),
+    ("Status", "status"),
+    ("Attempts", "attempt"),
+    ("Next attempt", "nextAttemptAt"),
+]
+ATTEMPT_COLUMNS = ["#", "TRIGGER", "STARTED", "MS", "CODE", "ERROR", "ANSWER"]
+ANSWER_WIDTH = 60
+
+
+def _attempt_row(attempt: dict[str, object]) -> list[str]:
+    return [
+        text(attempt["number"]),
+        text(attempt["trigger"]),
+        text(attempt["startedAt"]),
+        text(attempt["durationMs"]),
+        text(attempt["responseCode"]),
+        text(attempt["error"]),
+        text(one_line(str(attempt["excerpt"] or ""), ANSWER_WIDTH)),
+    ]
 
 
 @delivery.command("retry")
