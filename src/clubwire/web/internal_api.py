@@ -86,8 +86,9 @@ def router(settings: Settings) -> APIRouter:
         responses=problems.documented(401, 403, 404, 422),
     )
     secured: dict[str, Any] = {"openapi_extra": {"security": [{openapi.PLATFORM_SCHEME: []}]}}
+    with_body = {**secured, "responses": problems.documented(413)}  # CLUBWIRE_MAX_REQUEST_BYTES
 
-    @api.put("/clubs/{slug}", summary="Create or rename a club", **secured)
+    @api.put("/clubs/{slug}", summary="Create or rename a club", **with_body)
     def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
         with _transaction(request) as session:
             club, created = clubs.put_club(session, slug, body.name, _now(request))
@@ -95,7 +96,7 @@ def router(settings: Settings) -> APIRouter:
             return ClubOut.of(club, settings)
 
     @api.put(
-        "/clubs/{slug}/modules/webhooks", summary="Switch the Webhooks & API module", **secured
+        "/clubs/{slug}/modules/webhooks", summary="Switch the Webhooks & API module", **with_body
     )
     def put_module(slug: Slug, body: ModuleIn, request: Request) -> ClubOut:
         with _transaction(request) as session:
@@ -103,7 +104,7 @@ def router(settings: Settings) -> APIRouter:
             return ClubOut.of(club, settings)
 
     @api.put(
-        "/clubs/{slug}/programs/{program_id}", summary="Create or replace a program", **secured
+        "/clubs/{slug}/programs/{program_id}", summary="Create or replace a program", **with_body
     )
     def put_program(
         slug: Slug,
@@ -126,7 +127,7 @@ def router(settings: Settings) -> APIRouter:
         status_code=201,
         responses={
             200: {"description": "A repeat of an earlier Idempotency-Key", "model": EventOut},
-            **problems.documented(409),
+            **problems.documented(409, 413),
         },
         **secured,
     )
