@@ -88,7 +88,11 @@ def router(settings: Settings) -> APIRouter:
     secured: dict[str, Any] = {"openapi_extra": {"security": [{openapi.PLATFORM_SCHEME: []}]}}
     with_body = {**secured, "responses": problems.documented(413)}  # CLUBWIRE_MAX_REQUEST_BYTES
 
-    @api.put("/clubs/{slug}", summary="Create or rename a club", **with_body)
+    @api.put(
+        "/clubs/{slug}",
+        summary="Create or rename a club",
+        **_created_or_replaced(with_body, ClubOut),
+    )
     def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
         with _transaction(request) as session:
             club, created = clubs.put_club(session, slug, body.name, _now(request))
@@ -104,7 +108,9 @@ def router(settings: Settings) -> APIRouter:
             return ClubOut.of(club, settings)
 
     @api.put(
-        "/clubs/{slug}/programs/{program_id}", summary="Create or replace a program", **with_body
+        "/clubs/{slug}/programs/{program_id}",
+        summary="Create or replace a program",
+        **_created_or_replaced(with_body, ProgramOut),
     )
     def put_program(
         slug: Slug,
@@ -167,6 +173,12 @@ def router(settings: Settings) -> APIRouter:
         return Response(status_code=204)
 
     return api
+
+
+def _created_or_replaced(route: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A PUT that answers 201 when it creates and 200 when it replaces, documented so."""
+    created = {201: {"description": "Created", "model": model}}
+    return {**route, "responses": {**route["responses"], **created}}
 
 
 def _publish(
