@@ -69,11 +69,12 @@ def delivery_show(delivery_id: str, as_json: bool) -> None:
     """One delivery and every attempt made of it: when, how long, the answer or the error."""
     with transaction(settings()) as session:
         club_id = delivery_service.club_of_delivery(session, delivery_id)
-        record = delivery_service.describe(
-            delivery_service.get_delivery(session, club_id, delivery_id)
-        )
-        found = delivery_service.attempts_of(session, club_id, delivery_id)
-        attempts = [delivery_service.describe_attempt(attempt) for attempt in found]
+        found = delivery_service.get_delivery(session, club_id, delivery_id)
+        record = delivery_service.describe(found)
+        attempts = [
+            delivery_service.describe_attempt(attempt)
+            for attempt in delivery_service.attempts_of(session, found)
+        ]
     if as_json:
         print_json({**record, "attempts": attempts})
         return

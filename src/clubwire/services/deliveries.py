@@ -55,8 +55,8 @@ def club_of_delivery(session: Session, delivery_id: str) -> str:
     return club_id
 
 
-def attempts_of(session: Session, club_id: str, delivery_id: str) -> Sequence[Attempt]:
-    delivery = get_delivery(session, club_id, delivery_id)
+def attempts_of(session: Session, delivery: Delivery) -> Sequence[Attempt]:
+    """The attempts of a delivery the caller has already found for its club (``get_delivery``)."""
     query = select(Attempt).where(Attempt.delivery_id == delivery.id).order_by(Attempt.number)
     return session.scalars(query).all()
 

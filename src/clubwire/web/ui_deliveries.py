@@ -39,7 +39,7 @@ def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -
             club=club,
             delivery=delivery,
             endpoint=endpoints.get_endpoint(session, club.id, delivery.endpoint_id),
-            attempts=deliveries.attempts_of(session, club.id, delivery_id),
+            attempts=deliveries.attempts_of(session, delivery),
         )
 
 
