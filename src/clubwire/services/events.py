@@ -121,13 +121,13 @@ def _check_idempotency_key(key: str | None) -> None:
 
 def _repeated(earlier: Event, kind: str, payload: BaseModel) -> Event:
     """The earlier event, if this publish repeats it (the same kind and data)."""
-    same_data = orjson.loads(earlier.body)["data"] == payload.model_dump(mode="json", by_alias=True)
-    if earlier.kind != kind or not same_data:
-        raise errors.IdempotencyKeyReused(
-            f"The idempotency key was first used for {earlier.id} ({earlier.kind}) with other "
-            "data; a repeat must send the same event kind and data, a new event a new key."
-        )
-    return earlier
+    data = payload.model_dump(mode="json", by_alias=True)
+    if earlier.kind == kind and orjson.loads(earlier.body)["data"] == data:
+        return earlier
+    raise errors.IdempotencyKeyReused(
+        f"The idempotency key was first used for {earlier.id} ({earlier.kind}) with other "
+        "data; a repeat must send the same event kind and data, a new event a new key."
+    )
 
 
 def _by_idempotency_key(session: Session, club_id: str, key: str) -> Event | None:
