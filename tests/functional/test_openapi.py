@@ -78,3 +78,20 @@ def test_the_publish_operation_is_documented(client: TestClient) -> None:
     ]
     assert {p["name"] for p in operation["parameters"]} >= {"slug", "idempotency-key"}
     assert {"200", "201", "422"} <= set(operation["responses"])
+
+
+def test_internal_operations_document_the_answers_they_can_give(client: TestClient) -> None:
+    """409 where a key can be reused, 413 where a body is read, 201 where a PUT creates."""
+    paths = client.get("/openapi.json").json()["paths"]
+    statuses = {
+        (method, path): set(operation["responses"])
+        for path, operations in paths.items()
+        if path.startswith("/internal/v1/")
+        for method, operation in operations.items()
+    }
+    program = "/internal/v1/clubs/{slug}/programs/{program_id}"
+    assert {"409", "413"} <= statuses["post", "/internal/v1/clubs/{slug}/events"]
+    assert {"201", "413"} <= statuses["put", "/internal/v1/clubs/{slug}"]
+    assert {"201", "413"} <= statuses["put", program]
+    assert "413" in statuses["put", "/internal/v1/clubs/{slug}/modules/webhooks"]
+    assert "413" not in statuses["delete", program]  # no body is read
