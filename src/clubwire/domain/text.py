@@ -11,6 +11,9 @@ sit on hot paths.
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 ELLIPSIS = "…"
 
@@ -33,6 +36,19 @@ def refusal(value: str) -> str | None:
     if found.group() == "\x00":
         return "must not contain NUL characters (\\u0000)"
     return "must be valid Unicode text (it holds a lone surrogate or an undecodable byte)"
+
+
+def storable(value: str) -> str:
+    """``value`` itself; ValueError (a validation error in a Pydantic model) when the
+    database cannot hold it."""
+    problem = refusal(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A string field of a model that reads input: NUL and lone surrogates are refused (422).
+StorableText = Annotated[str, AfterValidator(storable)]
 
 
 def cleaned(value: str, limit: int) -> str:
