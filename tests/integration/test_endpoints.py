@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from ipaddress import ip_address
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
+from clubwire.domain import addresses
 from clubwire.domain.sealing import Sealer
 from clubwire.services import endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Endpoint
+from tests.conftest import make_settings
 from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings
+from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
+from tests.spellings import spelled
 
 
 def _count(session: Session) -> int:
@@ -54,6 +60,68 @@ def test_unsafe_urls_are_refused_with_a_specific_reason(
     club = make_club(session)
     with pytest.raises(errors.InvalidInput, match=message.replace(".", r"\.")):
         endpoints.create_endpoint(session, club, url, ["registration.created"], EPOCH, settings)
+    assert _count(session) == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "address"),
+    [
+        ("https://🯱🯰.🯰.🯰.🯱/x", "10.0.0.1"),
+        ("https://127。0。0。1/x", "127.0.0.1"),
+        ("https://１６９．２５４．１６９．２５４/latest/meta-data", "169.254.169.254"),
+        ("https://[::ｆｆｆｆ:１２７.0.0.1]/x", "::ffff:127.0.0.1"),
+    ],
+)
+def test_spelled_addresses_are_refused_when_saved(
+    session: Session, settings: Settings, url: str, address: str
+) -> None:
+    club = make_club(session)
+    with pytest.raises(errors.InvalidInput, match=f"^{address} is not a public address$"):
+        endpoints.create_endpoint(session, club, url, ["registration.created"], EPOCH, settings)
+    assert _count(session) == 0
+
+
+@pytest.mark.parametrize(("address", "host"), spelled(NON_GLOBAL_V4 + NON_GLOBAL_V6))
+def test_every_spelled_non_public_address_is_refused_without_a_lookup(
+    tmp_path: Path, address: str, host: str
+) -> None:
+    """The save-time check judges what the client will connect to; a literal is never
+    looked up."""
+    lookups: list[str] = []
+
+    def resolve(name: str, _port: int) -> list[str]:
+        lookups.append(name)
+        return ["93.184.215.14"]
+
+    settings = make_settings(f"sqlite:///{tmp_path / 'unused.db'}", tmp_path)
+    shown = addresses.display(ip_address(address))
+    with pytest.raises(errors.InvalidInput) as caught:
+        endpoints.check_url(f"https://{host}/x", settings, resolve)
+    assert caught.value.detail == f"{shown} is not a public address"
+    assert lookups == []
+
+
+def test_a_spelled_name_is_looked_up_as_the_client_reads_it(
+    session: Session, settings: Settings
+) -> None:
+    lookups: list[str] = []
+
+    def resolve(name: str, _port: int) -> list[str]:
+        lookups.append(name)
+        return ["127.0.0.1"]
+
+    club = make_club(session)
+    with pytest.raises(errors.InvalidInput, match=r"^hooks\.example resolves only to non-public"):
+        endpoints.create_endpoint(
+            session,
+            club,
+            "https://ＨＯＯＫＳ\u3002example/x",
+            ["registration.created"],
+            EPOCH,
+            settings,
+            resolve=resolve,
+        )
+    assert lookups == ["hooks.example"]
     assert _count(session) == 0
 
 

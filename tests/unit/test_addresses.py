@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from yarl import URL
 
 from clubwire.domain import addresses
 from clubwire.domain.addresses import NonPublicAddress, UnsafeUrl, check_url, literal_address
@@ -18,6 +20,7 @@ from tests.ranges import (
     TEREDO_CLIENT_LOOPBACK,
     TEREDO_SERVER_PRIVATE,
 )
+from tests.spellings import spelled
 
 
 @pytest.mark.parametrize("text", NON_GLOBAL_V4 + NON_GLOBAL_V6)
@@ -190,7 +193,7 @@ def test_every_decimal_and_hex_spelling_is_the_address(number: int) -> None:
         ("https://hook.example/\u00a0", "URL must not contain spaces or control characters"),
         ("https://hook..example/", "URL host 'hook..example' is not a valid host name"),
         ("https://ho%6fk.example/", "URL host 'ho%6fk.example' is not a valid host name"),
-        ("https://[zz]/", "URL is not valid ('zz' does not appear to be an IPv4 or IPv6 address)"),
+        ("https://[zz]/", "URL is not valid (The IPv6 content between brackets is not valid)"),
         ("https://127.0.0.1/", "127.0.0.1 is not a public address"),
         ("https://2130706433/", "127.0.0.1 is not a public address"),
         ("https://0x7f.1:8443/", "127.0.0.1 is not a public address"),
@@ -230,16 +233,16 @@ def test_non_public_literals_raise_the_specific_kind() -> None:
     ],
 )
 def test_safe_urls_pass(url: str) -> None:
-    parts = check_url(url, allow_private=False)
-    assert parts.scheme == "https"
-    assert parts.hostname
+    read = check_url(url, allow_private=False)
+    assert read.scheme == "https"
+    assert read.raw_host
 
 
 @pytest.mark.parametrize(
     "url", ["https://127.0.0.1:8443/", "https://[::1]/", "https://localhost/", "https://10.0.0.5/"]
 )
 def test_private_literals_pass_when_allowed(url: str) -> None:
-    assert check_url(url, allow_private=True).geturl() == url
+    assert str(check_url(url, allow_private=True)) == url
 
 
 def test_legacy_spellings_are_refused_even_when_private_targets_are_allowed() -> None:
@@ -248,7 +251,7 @@ def test_legacy_spellings_are_refused_even_when_private_targets_are_allowed() ->
 
 
 def test_check_url_does_not_resolve_names() -> None:
-    assert check_url("https://localhost/", allow_private=False).hostname == "localhost"
+    assert check_url("https://localhost/", allow_private=False).raw_host == "localhost"
 
 
 url_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=80)
@@ -263,11 +266,54 @@ url_like = st.builds(
 @given(st.one_of(url_text, url_like), st.booleans())
 def test_check_url_raises_nothing_but_unsafe_url(url: str, allow_private: bool) -> None:
     try:
-        parts = check_url(url, allow_private)
+        read = check_url(url, allow_private)
     except UnsafeUrl:
         return
-    assert parts.scheme == "https"
-    assert parts.hostname
+    assert read.scheme == "https"
+    assert read.raw_host
+
+
+# -- hosts as the HTTP client reads them ---------------------------------------------------
+
+NON_GLOBAL_SPELLED = spelled(NON_GLOBAL_V4 + NON_GLOBAL_V6)
+GLOBAL_SPELLED = spelled(GLOBAL_V4 + GLOBAL_V6)
+
+
+@pytest.mark.parametrize(("address", "host"), NON_GLOBAL_SPELLED + GLOBAL_SPELLED)
+def test_each_spelling_is_the_address_to_the_http_client(address: str, host: str) -> None:
+    """The premise of the tests below: yarl (so aiohttp) connects to ``address`` itself."""
+    assert ip_address(URL(f"https://{host}/").raw_host or "") == ip_address(address)
+
+
+@pytest.mark.parametrize(("address", "host"), NON_GLOBAL_SPELLED)
+def test_a_spelled_non_public_address_is_judged_as_that_address(address: str, host: str) -> None:
+    with pytest.raises(NonPublicAddress) as caught:
+        check_url(f"https://{host}/hook", allow_private=False)
+    assert str(caught.value) == f"{addresses.display(ip_address(address))} is not a public address"
+
+
+@pytest.mark.parametrize(("address", "host"), NON_GLOBAL_SPELLED[::7] + GLOBAL_SPELLED)
+def test_a_spelled_address_must_be_written_plainly_even_when_allowed(
+    address: str, host: str
+) -> None:
+    """Public or allowed, the URL that is kept must say which address it reaches."""
+    shown = addresses.display(ip_address(address))
+    with pytest.raises(UnsafeUrl, match=f"must be written as {re.escape(shown)}$"):
+        check_url(f"https://{host}/hook", allow_private=True)
+
+
+@pytest.mark.parametrize(
+    ("host", "read"),
+    [
+        ("ⓛⓞⓒⓐⓛⓗⓞⓢⓣ", "localhost"),  # circled
+        ("ＬＯＣＡＬＨＯＳＴ", "localhost"),  # full-width capitals
+        ("Hook。Example．com", "hook.example.com"),  # ideographic, full-width dots
+        ("bücher.example", "xn--bcher-kva.example"),
+        ("ⓔxample.com", "example.com"),
+    ],
+)
+def test_names_are_checked_as_the_client_will_look_them_up(host: str, read: str) -> None:
+    assert check_url(f"https://{host}/", allow_private=False).raw_host == read
 
 
 # -- resolution --------------------------------------------------------------------------

@@ -7,8 +7,11 @@ too. ``ipaddress``'s own ``is_global`` is the base, but on its own it lets throu
 others, multicast, ``192.0.0.8``, ``fec0::/10``, ``::127.0.0.1``, ``64:ff9b::7f00:1`` and
 ``2002:7f00:1::`` (Python 3.11), so the rules below add to it.
 
-URL hosts are read the way the system resolver would read them: ``2130706433``,
-``0x7f.1`` and ``017700000001`` all mean ``127.0.0.1`` to ``getaddrinfo``.
+A URL is read once, the way the HTTP client (aiohttp, through yarl) will read it: its host
+mapped with UTS #46, so ``🯱🯰.🯰.🯰.🯱``, ``１２７．０．０．１`` and ``127。0。0。1`` are the IP
+literals ``10.0.0.1`` and ``127.0.0.1``, and every check judges that reading, never the text.
+The host is then read as the system resolver would read it: ``2130706433``, ``0x7f.1`` and
+``017700000001`` all mean ``127.0.0.1`` to ``getaddrinfo``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import re
 import socket
 from collections.abc import Iterable, Sequence
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
-from urllib.parse import SplitResult, urlsplit
+
+from yarl import URL
 
 MAX_URL_LENGTH = 2048
 MAX_HOST_LENGTH = 253
@@ -168,42 +172,39 @@ def _ipv6_literal(text: str) -> IPv6Address | None:
     return IPv6Address(address.packed)  # without the zone
 
 
-def _is_canonical(host: str, address: Address) -> bool:
-    if isinstance(address, IPv6Address):
-        return True
-    return host == str(address)
+def _is_canonical(written: str, address: Address) -> bool:
+    """Whether the URL spells the address plainly: dotted-quad IPv4, ASCII IPv6."""
+    if isinstance(address, IPv4Address):
+        return written == str(address)
+    return written.isascii() and _ipv6_literal(written.strip("[]")) == address
 
 
 def _is_host_name(host: str) -> bool:
-    try:
-        ascii_host = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return False
-    labels = ascii_host.removesuffix(".").split(".")
-    return len(ascii_host) <= MAX_HOST_LENGTH and all(_LABEL.fullmatch(x) for x in labels)
+    """Whether ``host`` (ASCII, as the client reads it) is a DNS name."""
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= MAX_HOST_LENGTH and all(_LABEL.fullmatch(x) for x in labels)
 
 
 # -- URLs --------------------------------------------------------------------------------
 
 
-def check_url(url: str, allow_private: bool) -> SplitResult:
-    """The parts of ``url`` if it is a safe webhook URL; else :class:`UnsafeUrl` saying why.
+def check_url(url: str, allow_private: bool) -> URL:
+    """``url`` as the HTTP client reads it, if it is a safe webhook URL; else
+    :class:`UnsafeUrl` saying why.
 
-    Names are not resolved here (see :func:`check_resolves_publicly`); literal addresses are
-    judged in every spelling. A fragment is refused rather than dropped: it is never sent, so
-    a URL with one is not the URL the receiver will see.
+    Its ``raw_host`` is the host the client will connect to (a name it resolves, or a literal
+    it connects to directly): that reading is what is judged. Names are not resolved here
+    (see :func:`check_resolved`); literal addresses are judged in every spelling. A fragment
+    is refused rather than dropped: it is never sent, so a URL with one is not the URL the
+    receiver will see.
     """
     _check_text(url)
     if "#" in url:
         raise UnsafeUrl("URL must not contain a fragment (#…)")
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise UnsafeUrl(f"URL is not valid ({exc})") from None
-    _check_parts(parts)
-    _check_port(parts)
-    _check_host(parts.hostname or "", allow_private)
-    return parts
+    read = _read(url)
+    _check_parts(read)
+    _check_host(url, read, allow_private)
+    return read
 
 
 def _check_text(url: str) -> None:
@@ -213,34 +214,53 @@ def _check_text(url: str) -> None:
         raise UnsafeUrl("URL must not contain spaces or control characters")
 
 
-def _check_parts(parts: SplitResult) -> None:
-    if parts.scheme != "https":
+# yarl's words for what it cannot read, as ours (the rest are shown as they are).
+_READING_ERRORS = (
+    ("host is required", "URL has no host"),
+    ("port", "URL port must be a number from 1 to 65535"),
+)
+
+
+def _read(url: str) -> URL:
+    if not url.lower().startswith("https://"):
         raise UnsafeUrl("URL must use https://")
-    if "@" in parts.netloc:
-        raise UnsafeUrl("URL must not contain a user name or password")
-    if not parts.hostname:
-        raise UnsafeUrl("URL has no host")
-
-
-def _check_port(parts: SplitResult) -> None:
     try:
-        port = parts.port
-    except ValueError:
-        port = 0
-    if port is not None and not 1 <= port <= 65535:
+        return URL(url)
+    except Exception as exc:  # yarl's parser raises IndexError, too, on some garbage
+        raise UnsafeUrl(_reading_error(exc)) from None
+
+
+def _reading_error(exc: Exception) -> str:
+    """yarl's or idna's reason a URL cannot be read, in our words, never echoing the URL."""
+    words = str(exc).split(":")[0] if isinstance(exc, UnicodeError | IndexError) else str(exc)
+    words = words.removeprefix("Invalid URL: ")
+    for fragment, ours in _READING_ERRORS:
+        if fragment in words.lower():
+            return ours
+    return f"URL is not valid ({words or type(exc).__name__})"
+
+
+def _check_parts(read: URL) -> None:
+    if read.raw_user is not None or read.raw_password is not None:
+        raise UnsafeUrl("URL must not contain a user name or password")
+    if not read.raw_host:
+        raise UnsafeUrl("URL has no host")
+    if read.explicit_port == 0:
         raise UnsafeUrl("URL port must be a number from 1 to 65535")
 
 
-def _check_host(host: str, allow_private: bool) -> None:
+def _check_host(url: str, read: URL, allow_private: bool) -> None:
+    host = read.raw_host or ""
+    written = URL(url, encoded=True).raw_host or host  # as typed, for messages
     address = literal_address(host)
     if address is None:
         if not _is_host_name(host):
-            raise UnsafeUrl(f"URL host {host!r} is not a valid host name")
+            raise UnsafeUrl(f"URL host {written!r} is not a valid host name")
         return
     if not allow_private and not is_global(address):
         raise NonPublicAddress(f"{display(address)} is not a public address")
-    if not _is_canonical(host, address):
-        raise UnsafeUrl(f"URL host {host} must be written as {display(address)}")
+    if not _is_canonical(written, address):
+        raise UnsafeUrl(f"URL host {written} must be written as {display(address)}")
 
 
 # -- resolution --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from clubwire import errors, ids
 from clubwire.domain import addresses, events, timestamps, webhook_secrets
 from clubwire.domain.deliveries import Status
-from clubwire.domain.sealing import Sealer
+from clubwire.services import secret_keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
 
@@ -48,7 +48,7 @@ def create_endpoint(
         club_id=club.id,
         url=checked,
         events=" ".join(subscribed),
-        secret_sealed=Sealer(settings.secret_key_value()).seal(secret),
+        secret_sealed=secret_keys.sealer(session, settings).seal(secret),
         enabled=True,
         dead_in_a_row=0,
         created_at=now,
@@ -158,7 +158,7 @@ def rotate_secret(
     """A new signing secret, used from the next attempt on; the old one stops at once."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
     secret = webhook_secrets.generate(ids.random_base62)
-    endpoint.secret_sealed = Sealer(settings.secret_key_value()).seal(secret)
+    endpoint.secret_sealed = secret_keys.sealer(session, settings).seal(secret)
     endpoint.updated_at = now
     return secret
 
@@ -199,17 +199,17 @@ def subscribable(kinds: Iterable[str]) -> tuple[str, ...]:
 def check_url(url: str, settings: Settings, resolve: Resolve | None = None) -> str:
     """The URL if it is a safe receiver (DESIGN §7); else a specific InvalidInput."""
     try:
-        parts = addresses.check_url(url, settings.allow_private_targets)
+        read = addresses.check_url(url, settings.allow_private_targets)
     except addresses.UnsafeUrl as exc:
         raise errors.InvalidInput(str(exc)) from None
-    host = parts.hostname or ""
+    host = read.raw_host or ""
     if settings.allow_private_targets or addresses.literal_address(host) is not None:
-        return parts.geturl()
+        return url
     try:
-        addresses.check_resolved(host, (resolve or _resolve)(host, parts.port or 443))
+        addresses.check_resolved(host, (resolve or _resolve)(host, read.port or 443))
     except addresses.UnsafeUrl as exc:
         raise errors.InvalidInput(str(exc)) from None
-    return parts.geturl()
+    return url
 
 
 def _resolve(host: str, port: int) -> list[str]:
