@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -64,10 +65,17 @@ class Clubwire:
     def err(self) -> str:
         return self._err.read_text(errors="replace")
 
-    def until(self, condition: Callable[[str], object], what: str, timeout: float = 20) -> str:
-        """Poll stdout until ``condition`` holds for it; fail with the output otherwise."""
+    def until(
+        self,
+        condition: Callable[[str], object],
+        what: str,
+        timeout: float = 20,
+        stream: Literal["out", "err"] = "out",
+    ) -> str:
+        """Poll stdout (or stderr) until ``condition`` holds for it; fail with the output
+        otherwise."""
         deadline = time.monotonic() + timeout
-        while not condition(out := self.out):
+        while not condition(out := getattr(self, stream)):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"no {what} (exit {self.process.poll()})\n{out}\n{self.err}")
             time.sleep(POLL)

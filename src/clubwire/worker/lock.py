@@ -22,6 +22,7 @@ def single_worker(settings: Settings) -> Iterator[None]:
         return
     database = make_url(settings.sqlalchemy_url).database or "clubwire.db"
     path = Path(f"{database}.worker-lock")
+    path.parent.mkdir(parents=True, exist_ok=True)  # `worker` may be the first command run
     with path.open("w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
