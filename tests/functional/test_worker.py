@@ -20,8 +20,9 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
 from clubwire.web.app import create_app
 from clubwire.worker import lock, loop, running
-from tests.conftest import PLATFORM_TOKEN
+from tests.conftest import PLATFORM_TOKEN, SECRET_KEY
 from tests.factories import EPOCH, FakeClock, make_club, registration
+from tests.functional.processes import clubwire, environment
 from tests.receiver import Authority, Receiver, authority, serving
 
 
@@ -292,6 +293,18 @@ def test_on_sqlite_a_second_worker_refuses_to_start(hooks: Settings) -> None:
         lock.single_worker(hooks),
     ):
         pass
+
+
+@pytest.mark.slow
+def test_worker_is_a_first_command_on_a_fresh_sqlite_home(tmp_path: Path) -> None:
+    """No folder, no database, a key from the environment: the worker makes what it needs."""
+    home = tmp_path / "new" / "home"
+    env = environment(home, CLUBWIRE_SECRET_KEY=SECRET_KEY)
+    with clubwire(tmp_path, env, "worker") as worker:
+        worker.until(lambda err: "delivering webhooks" in err, "worker start", stream="err")
+        assert worker.interrupt() == 0
+    assert (home / "clubwire.db").is_file()
+    assert "Traceback" not in worker.err
 
 
 def test_postgres_workers_wake_on_notify(
