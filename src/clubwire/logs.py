@@ -8,7 +8,8 @@ are on hot paths, so ``event`` writes them with one ``orjson.dumps`` straight to
 past the ``logging`` machinery (2 µs a line instead of 9), and flushed every 0.1 s (a crash
 loses at most that much; a write per line cost the API ~20 % of its throughput). Before
 ``configure`` (tests, a host program) event lines go through the standard logger
-``clubwire.events`` instead.
+``clubwire.events`` instead. No line ever fails for what its fields hold: text orjson refuses
+(a lone surrogate from an undecodable byte) is written escaped, any other value as its text.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from datetime import UTC, datetime
 from typing import Literal, TextIO
 
 import orjson
+
+from clubwire.domain import text
 
 Level = Literal["debug", "info", "warning", "error"]
 LEVELS: dict[Level, int] = {
@@ -52,7 +55,7 @@ class JsonFormatter(logging.Formatter):
             line |= {"logger": record.name, "message": record.getMessage()}
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
-        return orjson.dumps(line, option=orjson.OPT_UTC_Z, default=str).decode()
+        return _dumps(line, orjson.OPT_UTC_Z).decode()
 
 
 class _Destination:
@@ -136,4 +139,34 @@ def event(name: str, fields: dict[str, object], level: int = logging.INFO) -> No
         _fallback.log(level, name, extra={"fields": fields})
     elif level >= _destination.level:
         line = {"time": datetime.now(UTC), "level": _NAMES.get(level, "info"), "event": name}
-        write(orjson.dumps(line | fields, option=_OPTIONS))
+        write(_dumps(line | fields, _OPTIONS))
+
+
+def _dumps(line: dict[str, object], option: int) -> bytes:
+    """``line`` as JSON; mended first only when orjson refuses it, so a fine line costs
+    nothing more."""
+    try:
+        return orjson.dumps(line, option=option, default=str)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_mended(line, _DEPTH), option=option)
+
+
+_DEPTH = 8  # containers deeper than this are written as their text
+_INT_RANGE = range(-(2**63), 2**64)  # the integers JSON readers take as numbers
+
+
+def _mended(value: object, depth: int) -> object:
+    """``value`` as orjson takes it: strings with their unsafe characters escaped
+    (:func:`clubwire.domain.text.cleaned`), containers walked, numbers out of range and
+    anything else as its escaped text."""
+    if isinstance(value, str):
+        return text.cleaned(value, sys.maxsize)
+    if value is None or isinstance(value, bool | float | datetime):
+        return value
+    if isinstance(value, int) and value in _INT_RANGE:
+        return value
+    if depth > 0 and isinstance(value, dict):
+        return {text.cleaned(str(k), sys.maxsize): _mended(v, depth - 1) for k, v in value.items()}
+    if depth > 0 and isinstance(value, list | tuple):
+        return [_mended(item, depth - 1) for item in value]
+    return text.cleaned(str(value), sys.maxsize)

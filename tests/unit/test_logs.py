@@ -91,3 +91,63 @@ def test_in_an_event_loop_lines_are_flushed_together_shortly_after(
     assert before == b""
     assert [orjson.loads(line)["status"] for line in after.splitlines()] == [200, 404]
     assert orjson.loads(outside.splitlines()[-1])["event"] == "pruned"
+
+
+class _Odd:
+    def __str__(self) -> str:
+        return "odd \udcff"
+
+
+def test_fields_orjson_refuses_are_written_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with capturing(monkeypatch, "info") as captured:
+        logs.event(
+            "attempt",
+            {
+                "error": "redirect not followed (302 to /\udcff\udcfe)",  # undecodable bytes
+                "lone": "\ud800",
+                "odd": _Odd(),
+                "huge": 2**70,
+                "nested": {"list": ["\udc80", 1, None], 7: True},
+            },
+        )
+    (line,) = captured.lines()
+    assert {key: line[key] for key in ("error", "lone", "odd", "huge", "nested")} == {
+        "error": "redirect not followed (302 to /\\xff\\xfe)",
+        "lone": "\\ud800",
+        "odd": "odd \\xff",
+        "huge": str(2**70),
+        "nested": {"list": ["\\x80", 1, None], "7": True},
+    }
+
+
+def test_records_with_undecodable_text_are_json_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    logger = logging.getLogger("clubwire.test")
+    with capturing(monkeypatch, "info") as captured:
+        logger.warning("the answer was %s", "/\udcff")
+        try:
+            raise ValueError("bad \udcfe")
+        except ValueError:
+            logger.exception("it broke")
+    answer, broke = captured.lines()
+    assert answer["message"] == "the answer was /\\xff"
+    assert "ValueError: bad \\xfe" in broke["error"]
+
+
+def test_a_fine_line_is_never_mended(monkeypatch: pytest.MonkeyPatch) -> None:
+    def mended(value: object, depth: int) -> object:
+        raise AssertionError("a line orjson takes as it is costs no second look")
+
+    monkeypatch.setattr(logs, "_mended", mended)
+    with capturing(monkeypatch, "info") as captured:
+        logs.event("request", {"path": "/é\u202e", "status": 200})
+        logging.getLogger("clubwire.test").info("fine")
+    assert [line.get("path", line.get("message")) for line in captured.lines()] == [
+        "/é\u202e",
+        "fine",
+    ]
+
+
+def test_before_configure_a_refused_field_is_written_escaped_too() -> None:
+    record = logging.LogRecord("clubwire.events", logging.INFO, "", 0, "attempt", None, None)
+    record.fields = {"error": "to /\udcff"}
+    assert orjson.loads(logs.JsonFormatter().format(record))["error"] == "to /\\xff"

@@ -1,13 +1,20 @@
-"""An attempt's outcome in a word (metrics and logs), from the delivery's verdict."""
+"""An attempt's outcome: in a word (metrics and logs), from the delivery's verdict; and its
+texts, made safe to store and show where they enter."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from clubwire.domain import deliveries
+from clubwire.domain import deliveries, text
 from clubwire.domain.deliveries import Outcome, Status, Trigger
 from clubwire.domain.retry import RetrySchedule
+from clubwire.services import records
+from clubwire.storage import tables
+from clubwire.worker import client
 from tests.factories import EPOCH
+from tests.functional.outbound.harness import StubResolver
 
 SCHEDULE = RetrySchedule((60, 300))
 
@@ -30,3 +37,43 @@ def test_the_outcome_follows_the_verdict(
 ) -> None:
     verdict = deliveries.judge(status, trigger, attempts_made, ok, EPOCH, SCHEDULE)
     assert deliveries.outcome(verdict, ok) is expected
+
+
+# -- the texts of an outcome, safe where they enter (worker.client) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"ok":true}', '{"ok":true}'),
+        (b"ok\x00\x1b[31m\r\n\tdone", "ok\\x00\\x1b[31m\\x0d\n\tdone"),
+        (b"bad \xff\xfe bytes", "bad \ufffd\ufffd bytes"),
+        ("left \u202e right".encode(), "left \\u202e right"),
+        ("é".encode() * 3000, "é" * 1000),  # the first 1000 characters, as they were
+    ],
+)
+def test_an_excerpt_is_safe_text(body: bytes, expected: str) -> None:
+    assert client.excerpt(body) == expected
+
+
+def test_an_excerpt_that_escapes_lengthen_is_cut_to_its_limit() -> None:
+    excerpt = client.excerpt(b"\x00" * 5000)
+    assert len(excerpt) == records.EXCERPT_LIMIT
+    assert excerpt.startswith("\\x00\\x00")
+    assert excerpt.endswith(text.ELLIPSIS)
+
+
+def test_the_error_limit_is_the_size_of_its_column() -> None:
+    assert tables.attempts.c.error.type.length == records.ERROR_LIMIT  # type: ignore[attr-defined]
+
+
+def test_a_blocked_name_of_any_length_fits_its_column() -> None:
+    resolver = client.PublicResolver(StubResolver(["10.0.0.1"]))
+    host = "a" * 300 + ".example"
+
+    with pytest.raises(client.Blocked) as blocked:
+        asyncio.run(resolver.resolve(host))
+
+    message = str(blocked.value)
+    assert len(message) <= records.ERROR_LIMIT
+    assert message == f"blocked: {'a' * 149}{text.ELLIPSIS} resolves only to non-public addresses"

@@ -2,18 +2,20 @@
 endpoint on (DESIGN §6), switching an endpoint off after too many dead deliveries in a row.
 
 Recording is guarded by the lease each attempt was made under, so a worker that lost its
-lease cannot overwrite a newer state.
+lease cannot overwrite a newer state. A batch is one transaction (``record_batch``); when
+one of its rows spoils it, each row is recorded alone, and a row the database still refuses
+as its stand-in: a failed attempt with a generic error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 import orjson
-from sqlalchemy import Boolean, Dialect, Integer, bindparam, case, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Boolean, Dialect, Integer, bindparam, case, exc, text, update
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import deliveries as rules
 from clubwire.domain.deliveries import Trigger
@@ -24,12 +26,17 @@ from clubwire.storage import tables
 from clubwire.storage.models import Delivery, Endpoint
 from clubwire.storage.types import UTCDateTime
 
-EXCERPT_LIMIT = 1000
+# The most of each text an attempt keeps. ``worker.client`` cuts what receivers answer to
+# these where it enters, so no answer is too long for its column.
+ERROR_LIMIT = 200  # the size of attempts.error (String(200) in storage.models)
+EXCERPT_LIMIT = 1000  # characters of the answer's body (attempts.excerpt is Text)
+UNRECORDABLE = "could not record the receiver's answer"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Result:
-    """What one attempt of a job gave."""
+    """What one attempt of a job gave; ``error`` and ``excerpt`` already safe to store and
+    show, within ``ERROR_LIMIT`` and ``EXCERPT_LIMIT`` (``worker.client`` sees to it)."""
 
     job: claims.Job
     started_at: datetime
@@ -76,6 +83,83 @@ def record(
     _update_endpoints(session, results, verdicts, now)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Refused:
+    """A result the database would not take, told by the kinds of error only (their text
+    may quote the receiver): its stand-in was recorded instead, unless that failed too
+    (``stand_in_error``), and then the delivery is sent again when its lease runs out."""
+
+    delivery_id: str
+    error: str
+    stand_in_error: str | None
+
+
+def record_batch(
+    sessions: sessionmaker[Session],
+    results: Sequence[Result],
+    schedule: RetrySchedule,
+    now: datetime,
+) -> list[Refused]:
+    """``record`` the batch in one transaction; if one of its rows spoils it, each result in
+    a transaction of its own, so no answer holds up the rest. The results the database
+    refused come back. Raises when the database itself fails: try the batch again later."""
+    try:
+        _record_in(sessions, results, schedule, now)
+    except Exception as error:
+        if not _spoiled_by_a_row(error):
+            raise
+    else:
+        return []
+    alone = (_record_alone(sessions, result, schedule, now) for result in results)
+    return [refused for refused in alone if refused is not None]
+
+
+def _stand_in(result: Result) -> Result:
+    """What is recorded for a result the database refused: a failed attempt with a generic
+    error and nothing of what the receiver said, moved on by the schedule as failures are."""
+    return dataclasses.replace(result, ok=False, response_code=None, error=UNRECORDABLE, excerpt="")
+
+
+def _record_alone(
+    sessions: sessionmaker[Session], result: Result, schedule: RetrySchedule, now: datetime
+) -> Refused | None:
+    error = _failure(sessions, result, schedule, now)
+    if error is None:
+        return None
+    again = _failure(sessions, _stand_in(result), schedule, now)
+    return Refused(result.job.delivery_id, error, again)
+
+
+def _failure(
+    sessions: sessionmaker[Session], result: Result, schedule: RetrySchedule, now: datetime
+) -> str | None:
+    """Record one result in its own transaction; the kind of error if that failed."""
+    try:
+        _record_in(sessions, [result], schedule, now)
+    except Exception as error:
+        return type(error).__name__
+    return None
+
+
+def _record_in(
+    sessions: sessionmaker[Session],
+    results: Sequence[Result],
+    schedule: RetrySchedule,
+    now: datetime,
+) -> None:
+    with sessions.begin() as session:
+        record(session, results, schedule, now)
+
+
+def _spoiled_by_a_row(error: Exception) -> bool:
+    """Whether a batch failed because of what a row held (a value the database or the JSON
+    encoder refused), so recording its rows one by one helps. An unreachable, restarting or
+    busy database is not: the batch is tried again whole a moment later."""
+    if isinstance(error, exc.OperationalError | exc.InterfaceError | exc.TimeoutError):
+        return False
+    return not (isinstance(error, exc.DBAPIError) and error.connection_invalidated)
+
+
 def _document(rows: list[dict[str, object]]) -> str:
     return orjson.dumps(rows).decode()
 
@@ -98,7 +182,7 @@ def _attempt_row(result: Result, stored: _Stored) -> dict[str, object]:
         "duration_ms": result.duration_ms,
         "response_code": result.response_code,
         "error": result.error,
-        "excerpt": result.excerpt[:EXCERPT_LIMIT],
+        "excerpt": result.excerpt,
     }
 
 

@@ -38,16 +38,18 @@ from typing import Self
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from clubwire.domain import addresses
+from clubwire.domain import addresses, text
+from clubwire.services import records
 from clubwire.settings import Settings
 
 MAX_RESPONSE_BYTES = 64 * 1024
-EXCERPT_CHARACTERS = 1000
 DNS_CACHE_SECONDS = 10
 # Idle pooled connections are dropped before common receiver idle limits (Node.js: 5 s), so a
 # POST, which aiohttp never retries, rarely meets a connection the receiver just closed.
 KEEPALIVE_SECONDS = 4.0
-MAX_LOCATION_CHARACTERS = 200
+# Of a redirect's Location, and of a host name, as much as lets their error fit its column.
+MAX_LOCATION_CHARACTERS = 160
+MAX_HOST_CHARACTERS = 150
 _NO_CEILING = 3600.0  # aiohttp rounds deadlines above this up to whole seconds
 
 
@@ -79,7 +81,8 @@ class PublicResolver(AbstractResolver):
             return found
         kept = [result for result in found if addresses.is_public_text(result["host"])]
         if not kept:
-            raise Blocked(f"blocked: {host} resolves only to non-public addresses")
+            shown = text.cleaned(host, MAX_HOST_CHARACTERS)
+            raise Blocked(f"blocked: {shown} resolves only to non-public addresses")
         return kept
 
     async def close(self) -> None:
@@ -88,7 +91,9 @@ class PublicResolver(AbstractResolver):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What one attempt came to. ``excerpt`` is raw text: escape it where it is shown."""
+    """What one attempt came to. ``error`` and ``excerpt`` are safe to store (valid Unicode,
+    control characters escaped, cut to their columns' sizes, ``records.ERROR_LIMIT`` and
+    ``records.EXCERPT_LIMIT``); HTML-escape them where they are shown."""
 
     status: int | None
     error: str | None
@@ -223,15 +228,20 @@ class _Attempt:
     body: bytearray = field(default_factory=bytearray)
 
     def outcome(self, started: float) -> Outcome:
+        """The outcome; every error's words end here, so this is where they are made safe
+        (and cut to their column), once for the whole pipeline."""
         duration_ms = round((time.monotonic() - started) * 1000)
-        return Outcome(self.status, self.error, duration_ms, excerpt(self.body))
+        error = None if self.error is None else text.cleaned(self.error, records.ERROR_LIMIT)
+        return Outcome(self.status, error, duration_ms, excerpt(self.body))
 
 
 def excerpt(body: bytes | bytearray) -> str:
-    """The first 1000 characters of ``body`` as UTF-8 (4 bytes at most per character); NUL,
-    which PostgreSQL's text cannot hold, becomes U+FFFD like any undecodable byte."""
-    text = body[: EXCERPT_CHARACTERS * 4].decode("utf-8", errors="replace")
-    return text[:EXCERPT_CHARACTERS].replace("\x00", "\ufffd")
+    """The first 1000 characters of ``body`` as UTF-8 (4 bytes at most per character), an
+    undecodable byte as U+FFFD, control characters escaped (``\\x00``: PostgreSQL's text
+    cannot hold NUL); cut with an ellipsis if escapes make it longer."""
+    limit = records.EXCERPT_LIMIT
+    decoded = body[: limit * 4].decode("utf-8", errors="replace")
+    return text.cleaned(decoded[:limit], limit)
 
 
 def _request_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -253,7 +263,7 @@ async def _read_capped(response: aiohttp.ClientResponse, into: bytearray) -> Non
 def _redirect_error(response: aiohttp.ClientResponse) -> str | None:
     if not 300 <= response.status < 400:
         return None
-    location = response.headers.get("Location", "")[:MAX_LOCATION_CHARACTERS]
+    location = text.cleaned(response.headers.get("Location", ""), MAX_LOCATION_CHARACTERS)
     target = f" to {location}" if location else ""
     return f"redirect not followed ({response.status}{target})"
 

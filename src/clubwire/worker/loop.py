@@ -7,7 +7,8 @@ at once in all. A lane asks for more while it still has a round of attempts wait
 does not run dry; endpoints not in play are found by ``claims.due_endpoints`` when the
 worker is woken (a publish in this process, ``NOTIFY`` on PostgreSQL) and at every poll.
 Neither ever reads past another endpoint's deliveries, however many are due. Claims for
-several lanes share one transaction, and results are recorded in batches by one task.
+several lanes share one transaction, and results are recorded in batches by one task (a
+batch that one row spoils is recorded row by row, so no answer can hold up the others).
 Database work runs on a thread of its own (on PostgreSQL, claims and records on one each).
 """
 
@@ -318,5 +319,24 @@ class Worker:
             claims.release(session, jobs)
 
     def _record(self, results: list[records.Result]) -> None:
-        with self._sessions.begin() as session:
-            records.record(session, results, self._schedule, self._clock())
+        now = self._clock()
+        for refused in records.record_batch(self._sessions, results, self._schedule, now):
+            _tell_refused(refused)
+
+
+def _tell_refused(refused: records.Refused) -> None:
+    """One line for a result the database refused, by ids and kinds of error only."""
+    if refused.stand_in_error is None:
+        log.warning(
+            "the attempt of %s could not be recorded as it was (%s); recorded as failed",
+            refused.delivery_id,
+            refused.error,
+        )
+    else:
+        log.error(
+            "the attempt of %s could not be recorded (%s, then %s); it is sent again when "
+            "its lease runs out",
+            refused.delivery_id,
+            refused.error,
+            refused.stand_in_error,
+        )

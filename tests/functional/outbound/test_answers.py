@@ -124,12 +124,12 @@ def test_a_trickling_body_times_out_even_after_a_200(tmp_path: Path, tls: Tls) -
     assert set(outcome.excerpt) == {"x"}
 
 
-def test_nul_in_an_answer_is_kept_as_a_replacement_character(tmp_path: Path, tls: Tls) -> None:
+def test_control_characters_in_an_answer_are_escaped(tmp_path: Path, tls: Tls) -> None:
     async def scenario() -> Outcome:
-        async with Receiver(answering(200, b"ok\x00\xffdone"), tls.server) as receiver:
+        async with Receiver(answering(200, b"ok\x00\x1b\xffdone\n"), tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
-    assert run(scenario()).excerpt == "ok\ufffd\ufffddone"
+    assert run(scenario()).excerpt == "ok\\x00\\x1b\ufffddone\n"
 
 
 def test_an_endless_body_is_read_up_to_64_kib_then_dropped(tmp_path: Path, tls: Tls) -> None:

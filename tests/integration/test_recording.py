@@ -1,0 +1,114 @@
+"""A batch of attempts that one row spoils: the others are recorded as they were, the bad row
+as a failed attempt with a generic error, and a row refused even so is left to its lease.
+
+Rows are made to fail for real: a trigger created in the test database raises for them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, exc, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.domain.retry import RetrySchedule
+from clubwire.services import claims, events, records
+from clubwire.settings import Settings
+from clubwire.storage import database
+from clubwire.storage.models import Attempt, Delivery
+from tests import triggers
+from tests.factories import EPOCH, make_club, make_endpoint, registration
+
+SCHEDULE = RetrySchedule((60, 300))
+LEASE = timedelta(seconds=60)
+POISON = "poison"
+
+
+def _batch(sessions: sessionmaker[Session], settings: Settings) -> list[records.Result]:
+    """Three claimed deliveries that succeeded; the last one's answer was ``POISON``."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, settings)
+        for _ in range(3):
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+    with sessions.begin() as session:
+        jobs = claims.claim(
+            session, EPOCH, LEASE, dict.fromkeys(claims.due_endpoints(session, EPOCH), 3)
+        )
+    return [
+        records.Result(job, EPOCH, True, 200, None, 5, POISON if index == 2 else "fine")
+        for index, job in enumerate(sorted(jobs, key=lambda job: job.delivery_id))
+    ]
+
+
+def _state(sessions: sessionmaker[Session]) -> dict[str, tuple[object, ...]]:
+    """By delivery: its status, attempt, lease, and its attempts' (code, error, excerpt)."""
+    with sessions() as session:
+        return {
+            d.id: (
+                d.status,
+                d.attempt,
+                d.lease_until,
+                [
+                    (a.response_code, a.error, a.excerpt)
+                    for a in session.scalars(select(Attempt).where(Attempt.delivery_id == d.id))
+                ],
+            )
+            for d in session.scalars(select(Delivery))
+        }
+
+
+def test_a_refused_row_is_recorded_as_failed_and_the_rest_as_they_were(
+    engine: Engine, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    triggers.refuse_attempts(engine, f"NEW.excerpt = '{POISON}'")
+    batch = _batch(sessions, settings)
+    with pytest.raises(exc.DBAPIError, match="poisoned"), sessions.begin() as session:
+        records.record(session, batch, SCHEDULE, EPOCH)  # the batch as one: it fails
+
+    refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH)
+
+    *fine, bad = (result.job.delivery_id for result in batch)
+    assert [(r.delivery_id, r.stand_in_error) for r in refused] == [(bad, None)]
+    assert refused[0].error in {"IntegrityError", "ProgrammingError"}  # no receiver text
+    assert _state(sessions) == {
+        **{id_: ("succeeded", 1, None, [(200, None, "fine")]) for id_ in fine},
+        bad: ("pending", 1, None, [(None, records.UNRECORDABLE, "")]),
+    }
+    with sessions() as session:  # a failed attempt: retried as the schedule says
+        assert session.get_one(Delivery, bad).next_attempt_at == EPOCH + timedelta(seconds=60)
+
+
+def test_when_even_the_stand_in_is_refused_the_others_still_land(
+    engine: Engine, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    batch = _batch(sessions, settings)
+    *fine, bad = (result.job.delivery_id for result in batch)
+    triggers.refuse_attempts(engine, f"NEW.delivery_id = '{bad}'")
+
+    refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH)
+
+    assert [(r.delivery_id, r.error == r.stand_in_error) for r in refused] == [(bad, True)]
+    assert _state(sessions) == {
+        **{id_: ("succeeded", 1, None, [(200, None, "fine")]) for id_ in fine},
+        bad: ("pending", 0, EPOCH + LEASE, []),  # left to its lease, to be sent again
+    }
+
+
+def test_a_database_that_cannot_be_reached_is_not_taken_for_a_bad_row(
+    sessions: sessionmaker[Session], settings: Settings, tmp_path: Path
+) -> None:
+    batch = _batch(sessions, settings)
+    unreachable = (
+        f"sqlite:///{tmp_path}/missing/clubwire.db"
+        if settings.is_sqlite
+        else "postgresql+psycopg://postgres@127.0.0.1:1/clubwire"
+    )
+    engine = create_engine(unreachable)
+
+    with pytest.raises(exc.OperationalError):  # the batch is kept, to be tried again whole
+        records.record_batch(database.sessions(engine), batch, SCHEDULE, EPOCH)
+    engine.dispose()
+    assert all(state[1] == 0 for state in _state(sessions).values())
