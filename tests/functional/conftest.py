@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.functional.cli_runner import Invoke, runner
+from tests.receiver import Authority, Receiver, authority, serving
 
 
 @pytest.fixture
@@ -18,3 +20,16 @@ def run(
 ) -> Invoke:
     """Run ``clubwire …`` in this process against the test database."""
     return runner(database_url, tmp_path, monkeypatch, capsys)
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Authority:
+    """A CA of the test's own, which a receiver's certificate comes from."""
+    return authority(tmp_path)
+
+
+@pytest.fixture
+def receiver(tls: Authority) -> Iterator[Receiver]:
+    """A TLS webhook receiver on 127.0.0.1 for the test's length."""
+    with serving(tls) as receiver:
+        yield receiver

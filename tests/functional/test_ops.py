@@ -136,7 +136,7 @@ def test_readyz_refuses_a_schema_behind_head(client: TestClient, engine: Engine)
     assert response.headers["content-type"] == "application/problem+json"
     problem = response.json()
     assert problem["code"] == "not_migrated"
-    assert "at revision 0002, the newest is 0004: run `clubwire migrate`" in problem["detail"]
+    assert "at revision 0002, the newest is 0005: run `clubwire migrate`" in problem["detail"]
 
 
 def test_without_a_database_readyz_refuses_and_the_rest_still_answers(

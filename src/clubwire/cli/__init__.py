@@ -20,6 +20,7 @@ from clubwire.cli import (  # noqa: F401
     keys,
     listening,
     retention,
+    secrets,
     serving,
     users,
 )

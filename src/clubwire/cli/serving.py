@@ -10,7 +10,8 @@ import click
 import uvloop
 
 from clubwire import interrupts, logs
-from clubwire.cli.base import cli, prepare_database, session_factory, settings
+from clubwire.cli.base import cli, session_factory, settings
+from clubwire.services import secret_keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 
@@ -38,7 +39,7 @@ def serve(host: str, port: int) -> None:
     from clubwire import server
 
     current = settings()
-    prepare_database(current)
+    _ready(current)
     server.run(current, host, port)
 
 
@@ -59,6 +60,7 @@ def worker(metrics_port: int | None, metrics_host: str | None) -> None:
     from clubwire.worker import lock
 
     current = _with_metrics_address(settings(), metrics_port, metrics_host)
+    _ready(current)
     logs.configure(current.log_level)
     with lock.single_worker(current):
         gc.collect()
@@ -67,6 +69,13 @@ def worker(metrics_port: int | None, metrics_host: str | None) -> None:
         # cost about 7 % less of the worker's CPU per delivery (ADR 0004).
         gc.set_threshold(WORKER_GC_THRESHOLD, 10, 10)
         uvloop.run(_work(current))
+
+
+def _ready(current: Settings) -> None:
+    """The schema current (on SQLite: migrated) and the secret key checked, before the server
+    or the worker starts and logs: a refusal is one line, not a log and a traceback."""
+    with session_factory(current) as sessions:
+        secret_keys.check(sessions, current)
 
 
 def _interrupted(stop: asyncio.Event) -> None:

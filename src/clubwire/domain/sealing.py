@@ -9,6 +9,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 _PURPOSE = b"clubwire: webhook signing secrets at rest"
+# Sealed once and stored, so that a process can tell whether its key is the one the stored
+# secrets were sealed with before it seals or opens any of them.
+CHECK_VALUE = "clubwire: the secret key that sealed this database's secrets"
 
 
 class SealError(ValueError):
@@ -34,3 +37,11 @@ class Sealer:
                 "A stored secret cannot be decrypted: CLUBWIRE_SECRET_KEY is not the key it was "
                 "stored with."
             ) from exc
+
+    def opens(self, sealed: str) -> bool:
+        """Whether ``sealed`` was sealed with this key."""
+        try:
+            self.open(sealed)
+        except SealError:
+            return False
+        return True

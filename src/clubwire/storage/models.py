@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     Boolean,
+    CheckConstraint,
     ForeignKey,
     Index,
     Integer,
@@ -227,3 +228,14 @@ class SignInFailure(Base):
     key: Mapped[str] = mapped_column(String(300), primary_key=True)
     failures: Mapped[int] = mapped_column(Integer)
     window_start: Mapped[datetime]
+
+
+class SecretKeyCheck(Base):
+    """One row: a known value sealed with the secret key (``sealing.CHECK_VALUE``), so that a
+    process can tell at start whether its ``CLUBWIRE_SECRET_KEY`` opens the stored secrets."""
+
+    __tablename__ = "secret_key_check"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    sealed: Mapped[str] = mapped_column(String(500))

@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Host, Router
 import clubwire
 from clubwire import errors
 from clubwire.domain import timestamps
+from clubwire.services import secret_keys
 from clubwire.services.api_access import ApiAccess
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
@@ -56,6 +57,7 @@ def create_app(
             stack.callback(engine.dispose)
             migrate.require_head(engine)
             sessions = database.sessions(engine)
+            secret_keys.check(sessions, settings)
             stack.enter_context(metrics.watching_queue(sessions, clock))
             reader = await fastpath.open_reader(settings.sqlalchemy_url)
             access = ApiAccess(reader, sessions, clock)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain import timestamps
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
-from clubwire.services import claims, clubs, records
+from clubwire.services import claims, clubs, records, secret_keys
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.worker import retention
@@ -46,7 +46,9 @@ async def running(
     metrics: Metrics | None = None,
 ) -> AsyncIterator[Worker]:
     """A worker delivering in this event loop, and pruning old history, until the block
-    ends (then it stops gracefully)."""
+    ends (then it stops gracefully). Refused before it claims anything when its secret key
+    cannot open the stored secrets (it could sign none of them)."""
+    await asyncio.to_thread(secret_keys.check, sessions, settings)
     async with attempter(settings, clock, metrics) as sends:
         worker = Worker(settings, sessions, sends, clock)
         stop = asyncio.Event()
@@ -69,7 +71,8 @@ async def send_test(
     endpoint_id: str,
     clock: Callable[[], datetime] = timestamps.utc_now,
 ) -> records.Result:
-    """Send test: a ``ping`` to one endpoint, one attempt, recorded, its result returned."""
+    """Send test: a ``ping`` to one endpoint, one attempt, recorded, its result returned
+    (refused first when the secret key cannot open the stored secrets)."""
     lease = timedelta(seconds=settings.lease_seconds)
 
     def create() -> claims.Job:
@@ -82,6 +85,7 @@ async def send_test(
             schedule = RetrySchedule(settings.retry_schedule)
             records.record(session, [result], schedule, clock())
 
+    await asyncio.to_thread(secret_keys.check, sessions, settings)
     result = await sends.attempt(await asyncio.to_thread(create))
     await asyncio.to_thread(record, result)
     return result
