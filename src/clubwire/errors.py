@@ -74,10 +74,10 @@ class NotMigrated(ClubwireError):
     code = "not_migrated"
 
 
-class DatabaseUnreachable(ClubwireError):
-    """The database cannot be reached."""
+class DatabaseUnavailable(ClubwireError):
+    """The database is unavailable for the moment: try again in a few seconds."""
 
-    code = "database_unreachable"
+    code = "database_unavailable"
 
 
 class AlreadyRunning(ClubwireError):

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import json
 import re
+from http import HTTPStatus
 from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 
 from clubwire.domain import keys
@@ -55,10 +56,12 @@ def _answers_shown() -> list[markdown.Block]:
     return answers
 
 
-def _internal_error() -> str:
-    response = asyncio.run(problems._unexpected(None, RuntimeError("shown in the docs")))  # type: ignore[arg-type]
+def _answered(exc: Exception) -> str:
+    """The answer to an exception no handler took, as an ``http`` block shows it."""
+    response = problems.answer(exc)
     headers = "\n".join(f"{name}: {value}" for name, value in response.headers.items())
-    return f"HTTP/1.1 500 Internal Server Error\n{headers}\n\n{bytes(response.body).decode()}"
+    status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
+    return f"HTTP/1.1 {status}\n{headers}\n\n{bytes(response.body).decode()}"
 
 
 def _cases(world: World) -> dict[str, str]:
@@ -76,7 +79,9 @@ def _cases(world: World) -> dict[str, str]:
         "no scope": _answer(world, f"Bearer {world.games_only_key}"),
         "no such path": _answer(world, bearer, f"/clubs/{SLUG}/api/v1/members"),
         "wrong method": _answer(world, bearer, PROGRAMS, "POST"),
-        "server fault": _internal_error(),
+        "nul in the URL": _answer(world, bearer, f"/clubs/{SLUG}%00/api/v1/programs"),
+        "server fault": _answered(RuntimeError("shown in the docs")),
+        "database down": _answered(psycopg.OperationalError("connection failed")),
     }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import private_postgres
 from tests.functional.cli_runner import Invoke, runner
 from tests.receiver import Authority, Receiver, authority, serving
 
@@ -20,6 +21,14 @@ def run(
 ) -> Invoke:
     """Run ``clubwire …`` in this process against the test database."""
     return runner(database_url, tmp_path, monkeypatch, capsys)
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[private_postgres.Cluster]:
+    """A PostgreSQL cluster of this test's own (never the shared one), migrated, which the
+    test may stop and start; stopped at the end whatever happens."""
+    with private_postgres.private_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ def test_public_document_is_served_at_the_clubs_base_url(client: TestClient) -> 
     assert list(document["paths"]) == ["/api/v1/programs"]
     operation = document["paths"]["/api/v1/programs"]["get"]
     assert operation["security"] == [{"apiKey": []}]
-    assert set(operation["responses"]) == {"200", "401", "403"}
+    assert set(operation["responses"]) == {"200", "401", "403", "503"}
     assert operation["responses"]["200"]["content"]["application/json"]["example"]["data"]
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     assert "platformToken" not in document["components"]["securitySchemes"]

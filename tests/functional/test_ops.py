@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, make_url, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire import errors
 from clubwire.domain import timestamps
 from clubwire.services import events
 from clubwire.services.metrics import Metrics
@@ -145,8 +146,9 @@ def test_without_a_database_readyz_refuses_and_the_rest_still_answers(
     _make_unreachable(client, settings)
     ready = client.get("/readyz")
     assert ready.status_code == 503
-    assert ready.json()["code"] == "database_unreachable"
-    assert ready.json()["detail"].startswith("The database cannot be reached")
+    assert ready.headers["retry-after"] == "5"
+    assert ready.json()["code"] == "database_unavailable"
+    assert ready.json()["detail"] == errors.DatabaseUnavailable().detail
     assert client.get("/healthz").status_code == 200
     found = scrape(client)
     assert found[("clubwire_database_up", ())] == 0

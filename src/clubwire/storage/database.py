@@ -6,6 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -31,6 +33,16 @@ WORKER_POSTGRES_OPTIONS = {"options": "-c synchronous_commit=off"}
 # Seconds to wait for a PostgreSQL connection (unless the URL says): an unreachable host is a
 # clear error (and /readyz a 503) in that time, not a wait for the operating system to give up.
 CONNECT_TIMEOUT = 10
+
+# What says "not now" rather than "wrong" (``unavailable``). SQLite's primary result codes: busy
+# or locked past the busy timeout, the file cannot be opened, an I/O error. PostgreSQL's
+# SQLSTATE prefixes: connection exceptions (08), insufficient resources such as too many
+# connections or a full disk (53), and the server shutting down or starting up (57P01-57P05;
+# not 57014, a cancelled statement).
+SQLITE_UNAVAILABLE = frozenset(
+    {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR}
+)
+POSTGRES_UNAVAILABLE = ("08", "53", "57P")
 
 
 def engine_for(settings: Settings, worker: bool = False) -> Engine:
@@ -66,6 +78,25 @@ def postgres_connect_args(url: URL, worker: bool) -> dict[str, Any]:
     if "connect_timeout" not in url.query:
         args["connect_timeout"] = CONNECT_TIMEOUT
     return args | WORKER_POSTGRES_OPTIONS if worker else args
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the database cannot be used right now (unreachable, shutting down,
+    out of connections, locked past its busy timeout), so that the same work may succeed in a
+    few seconds; a programming error or a broken constraint is not that."""
+    if isinstance(error, sqlalchemy.exc.TimeoutError):  # no pooled connection came free in time
+        return True
+    if isinstance(error, sqlalchemy.exc.DBAPIError):
+        return error.connection_invalidated or _driver_unavailable(error.orig)
+    return _driver_unavailable(error)
+
+
+def _driver_unavailable(error: BaseException | None) -> bool:
+    if isinstance(error, sqlite3.OperationalError):
+        return error.sqlite_errorcode & 0xFF in SQLITE_UNAVAILABLE
+    if isinstance(error, psycopg.OperationalError):  # no SQLSTATE: the connection failed or broke
+        return error.sqlstate is None or error.sqlstate.startswith(POSTGRES_UNAVAILABLE)
+    return False
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: object) -> None:

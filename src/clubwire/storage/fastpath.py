@@ -7,12 +7,15 @@ cached here, so a revocation is seen by the very next request in every process.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from psycopg_pool import AsyncConnectionPool
+import psycopg
 from sqlalchemy.engine import make_url
+
+from clubwire.storage import database
 
 _KEY_QUERY = """
 SELECT k.id, k.secret_hash, k.scopes, k.revoked_at IS NOT NULL,
@@ -20,6 +23,9 @@ SELECT k.id, k.secret_hash, k.scopes, k.revoked_at IS NOT NULL,
 FROM api_keys AS k JOIN clubs AS c ON c.id = k.club_id
 WHERE k.prefix = {prefix} AND c.slug = {slug}
 """
+
+
+Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,28 +78,62 @@ class SqliteReader:
 
 
 class PostgresReader:
-    """Reads through a small pool of async psycopg connections (prepared after first use)."""
+    """Reads on a few connections it keeps open (psycopg prepares the query on each after a few
+    uses), at most ``max_size`` at a time.
+
+    Not a pool library's pool: while the server is down a read fails at once (connecting is
+    refused) instead of waiting while a pool reconnects in the background, logging as it goes.
+    A kept connection that fails (the server restarted since) makes it drop every kept one and
+    read once more on a new connection, so the first request after an outage succeeds.
+    """
 
     _query = _KEY_QUERY.format(prefix="%s", slug="%s")
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
+    def __init__(self, conninfo: str, options: dict[str, Any], max_size: int = 10) -> None:
+        self._conninfo = conninfo
+        self._options = options
+        self._kept: list[Connection] = []
+        self._slots = asyncio.Semaphore(max_size)
 
     @classmethod
-    async def open(cls, url: str, max_size: int = 10) -> PostgresReader:
-        pool = AsyncConnectionPool(
-            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
-        )
-        await pool.open(wait=True)
-        return cls(pool)
+    async def open(cls, conninfo: str, options: dict[str, Any]) -> PostgresReader:
+        """A reader with one connection made: a server that cannot be reached fails here."""
+        reader = cls(conninfo, options)
+        reader._kept.append(await reader._connect())
+        return reader
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
-        async with self._pool.connection() as connection:
-            cursor = await connection.execute(self._query, (prefix, slug))
-            return _row(await cursor.fetchone())
+        async with self._slots:
+            if self._kept:
+                try:
+                    return await self._read(self._kept.pop(), slug, prefix)
+                except psycopg.OperationalError:
+                    await self._drop_kept()  # as old as the one that failed
+            return await self._read(await self._connect(), slug, prefix)
 
     async def close(self) -> None:
-        await self._pool.close()
+        await self._drop_kept()
+
+    async def _read(self, connection: Connection, slug: str, prefix: str) -> KeyRow | None:
+        """One read; the connection is kept after it, or closed if anything went wrong."""
+        try:
+            cursor = await connection.execute(self._query, (prefix, slug))
+            values = await cursor.fetchone()
+        except BaseException:
+            await connection.close()
+            raise
+        self._kept.append(connection)
+        return _row(values)
+
+    async def _connect(self) -> Connection:
+        return await psycopg.AsyncConnection.connect(
+            self._conninfo, autocommit=True, **self._options
+        )
+
+    async def _drop_kept(self) -> None:
+        kept, self._kept = self._kept, []
+        for connection in kept:
+            await connection.close()
 
 
 async def open_reader(sqlalchemy_url: str) -> Reader:
@@ -101,4 +141,4 @@ async def open_reader(sqlalchemy_url: str) -> Reader:
     if url.get_backend_name() == "sqlite":
         return SqliteReader(url.database or ":memory:")
     libpq = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    return await PostgresReader.open(libpq)
+    return await PostgresReader.open(libpq, database.postgres_connect_args(url, worker=False))

@@ -83,7 +83,7 @@ def router(settings: Settings) -> APIRouter:
         prefix="/internal/v1",
         tags=["internal"],
         dependencies=[Depends(_platform_guard(settings))],
-        responses=problems.documented(401, 403, 404, 422),
+        responses=problems.documented(401, 403, 404, 422, 503),
     )
     secured: dict[str, Any] = {"openapi_extra": {"security": [{openapi.PLATFORM_SCHEME: []}]}}
     with_body = {**secured, "responses": problems.documented(413)}  # CLUBWIRE_MAX_REQUEST_BYTES

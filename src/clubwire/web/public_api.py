@@ -88,7 +88,7 @@ def describe() -> FastAPI:
                 "model": programs.ProgramList,
                 "content": {"application/json": {"example": PROGRAMS_EXAMPLE}},
             },
-            **problems.documented(401, 403),
+            **problems.documented(401, 403, 503),
         },
         openapi_extra={"security": [{openapi.API_KEY_SCHEME: []}]},
     )

@@ -148,9 +148,12 @@ def error_page(request: Request, exc: Exception) -> Response:
     if isinstance(exc, ModuleOff):
         status = 200 if request.method == "GET" else 403
         return page(request, "module_off.html", status, club=exc.club)
-    if isinstance(exc, errors.ClubwireError):
-        status = problems.status_of(exc)
-        return message(request, status, HTTPStatus(status).phrase, exc.detail)
+    known = problems.recognised(exc)  # a clubwire error, or the database is unavailable
+    if known is not None:
+        status = problems.status_of(known)
+        shown = message(request, status, HTTPStatus(status).phrase, known.detail)
+        shown.headers.update(problems.headers_of(known) or {})
+        return shown
     if isinstance(exc, RequestValidationError):
         return message(request, 422, "Form not understood", "The form was not complete.")
     log.error("unhandled error in the settings area", exc_info=exc)
