@@ -75,7 +75,7 @@ class Clubwire:
         """Poll stdout (or stderr) until ``condition`` holds for it; fail with the output
         otherwise."""
         deadline = time.monotonic() + timeout
-        while not condition(out := getattr(self, stream)):
+        while not condition(out := self.err if stream == "err" else self.out):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"no {what} (exit {self.process.poll()})\n{out}\n{self.err}")
             time.sleep(POLL)
