@@ -10,7 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import deliveries as rules
-from clubwire.services import clubs, endpoints, events
+from clubwire.domain.sealing import Sealer
+from clubwire.services import clubs, endpoints, events, secret_keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
@@ -255,3 +256,21 @@ def test_another_clubs_endpoint_is_not_found_and_unchanged(
     )
     assert unchanged.secret_sealed == theirs.secret_sealed
     assert _statuses(sessions) == []
+
+
+def test_a_server_left_on_a_rotated_key_answers_503_and_tells_the_operators(
+    web: Browser, hooks: Settings, sessions: sessionmaker[Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The secret key was rotated (``clubwire secrets rekey``) under a running server that
+    still has the old one: it cannot seal a new secret, and says so as a 503, not a fault."""
+    new_key = "a-new-secret-key-0123456789abcdefghijklmnop"
+    with sessions.begin() as session:
+        secret_keys.rekey(session, Sealer(hooks.secret_key_value()), Sealer(new_key))
+
+    answer = web.post(TAB, {"url": URL, "event": ["registration.created"]})
+
+    assert answer.status_code == 503
+    assert _endpoints(sessions) == []
+    refused = [r for r in caplog.records if r.name == "clubwire.web.problems"]
+    assert [(r.levelname, r.exc_info) for r in refused] == [("ERROR", None)]
+    assert "CLUBWIRE_SECRET_KEY" in refused[0].getMessage()

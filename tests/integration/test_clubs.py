@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import func, select
+import sqlalchemy.exc
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from clubwire import errors
@@ -74,3 +75,16 @@ def test_describe_uses_wire_names_and_timestamps(session: Session) -> None:
         "createdAt": "2026-01-05T12:00:00.000Z",
         "updatedAt": "2026-01-05T12:00:00.000Z",
     }
+
+
+def test_database_errors_never_list_their_parameters(session: Session) -> None:
+    """Errors reach logs; their parameters may be a receiver's answer or a sealed secret.
+    (PostgreSQL's own detail may still quote a failing row: a NOT NULL error does.)"""
+    insert = (
+        "INSERT INTO clubs (id, slug, name, created_at, updated_at)"
+        " VALUES (:id, :id, NULL, :at, :at)"
+    )
+    with pytest.raises(sqlalchemy.exc.IntegrityError) as caught:
+        session.execute(text(insert), {"id": "sealed-marker", "at": EPOCH})
+    assert "[parameters:" not in str(caught.value)
+    assert "[SQL parameters hidden due to hide_parameters=True]" in str(caught.value)

@@ -46,17 +46,19 @@ POSTGRES_UNAVAILABLE = ("08", "53", "57P")
 
 
 def engine_for(settings: Settings, worker: bool = False) -> Engine:
-    """An engine for the configured database; SQLite gets WAL and foreign keys."""
+    """An engine for the configured database; SQLite gets WAL and foreign keys. Its errors
+    never quote the statement's parameters: they hold receivers' answers, sealed secrets and
+    key hashes, and errors end up in logs."""
     url = make_url(settings.sqlalchemy_url)
     if url.get_backend_name() != "sqlite":
         args = postgres_connect_args(url, worker)
         if worker:
-            return create_engine(url, connect_args=args, pool_recycle=300)
-        return create_engine(url, connect_args=args, pool_pre_ping=True)
+            return create_engine(url, connect_args=args, pool_recycle=300, hide_parameters=True)
+        return create_engine(url, connect_args=args, pool_pre_ping=True, hide_parameters=True)
     require_sqlite(sqlite3.sqlite_version_info)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
+    engine = create_engine(url, hide_parameters=True)
     event.listen(engine, "connect", _sqlite_on_connect)
     return engine
 

@@ -37,6 +37,10 @@ _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.Forbidden: 403,
     errors.NotMigrated: 503,
     errors.DatabaseUnavailable: 503,
+    errors.TooManyAttempts: 429,
+    # This process cannot serve as configured (after a secret-key rotation, say): not a bug,
+    # but nothing a client can fix; logged for the operators.
+    errors.ConfigurationError: 503,
 }
 
 
@@ -93,6 +97,8 @@ def recognised(exc: Exception) -> errors.ClubwireError | None:
     """``exc`` as a clubwire error: itself, or ``DatabaseUnavailable`` when it says the database
     cannot be used right now (logged here as one warning line naming its class, without a
     traceback: an outage is not a bug); None for anything else, a fault."""
+    if isinstance(exc, errors.ConfigurationError):
+        log.error("cannot serve as configured: %s", exc.detail)  # for the operators
     if isinstance(exc, errors.ClubwireError):
         return exc
     if not database.unavailable(exc):
@@ -122,7 +128,7 @@ def _class_name(error: BaseException) -> str:
 
 async def _clubwire_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.ClubwireError)
-    return problem(exc)
+    return problem(recognised(exc) or exc)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> Response:
