@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from clubwire.domain import events
+from tests import conftest, factories
+
+AUTH = {"Authorization": f"Bearer {conftest.PLATFORM_TOKEN}"}
+
 
 def test_public_document_is_served_at_the_clubs_base_url(client: TestClient) -> None:
     response = client.get("/clubs/granite/api/v1/openapi.json")
@@ -95,3 +100,64 @@ def test_internal_operations_document_the_answers_they_can_give(client: TestClie
     assert {"201", "413"} <= statuses["put", program]
     assert "413" in statuses["put", "/internal/v1/clubs/{slug}/modules/webhooks"]
     assert "413" not in statuses["delete", program]  # no body is read
+
+
+def test_routes_that_read_a_body_document_the_400_of_a_body_that_is_not_json(
+    client: TestClient,
+) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "400" in paths["/internal/v1/clubs/{slug}/events"]["post"]["responses"]
+    assert "400" in paths["/internal/v1/clubs/{slug}"]["put"]["responses"]
+    response = client.put(
+        "/internal/v1/clubs/granite",
+        content=b'{"name": "\xff"}',
+        headers={**AUTH, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_the_publish_body_is_one_of_the_kinds_that_can_be_published(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    body = schemas["EventIn"]
+    assert set(body["discriminator"]["mapping"]) == set(events.SUBSCRIBABLE)
+    registration = schemas["PublishRegistrationCreated"]
+    assert registration["properties"]["event"]["const"] == "registration.created"
+    data = registration["properties"]["data"]["$ref"].removeprefix("#/components/schemas/")
+    # As the route takes it, a field with a default may be left out; the webhook lists all.
+    assert "invoice" not in schemas[data]["required"]
+    assert "invoice" in schemas["RegistrationCreatedData"]["required"]
+
+
+def test_booleans_are_strict_as_documented(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["ModuleIn"]["properties"]["enabled"]["type"] == "boolean"
+    client.put("/internal/v1/clubs/granite", json={"name": "Granite"}, headers=AUTH)
+    for value in (0, 1, "true", None):
+        response = client.put(
+            "/internal/v1/clubs/granite/modules/webhooks", json={"enabled": value}, headers=AUTH
+        )
+        assert response.status_code == 422, value
+    program = factories.program_data(private=0)
+    response = client.put("/internal/v1/clubs/granite/programs/p1", json=program, headers=AUTH)
+    assert response.status_code == 422
+
+
+def test_text_fields_document_that_nul_is_refused(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["ClubIn"]["properties"]["name"]["pattern"] == "^[^\\u0000]*$"
+    response = client.put("/internal/v1/clubs/granite", json={"name": "a\x00b"}, headers=AUTH)
+    assert response.status_code == 422
+
+
+def test_a_405_allows_every_method_of_the_path(client: TestClient) -> None:
+    """FastAPI has one route per method: Starlette's 405 named only the first one's."""
+    program = "/internal/v1/clubs/granite/programs/p1"
+    for method in ("POST", "OPTIONS", "PATCH"):
+        response = client.request(method, program, headers=AUTH)
+        assert response.status_code == 405
+        assert response.headers["allow"] == "DELETE, PUT"
+        assert response.headers["content-type"] == "application/problem+json"
+    public = client.post("/clubs/granite/api/v1/programs")
+    assert public.status_code == 405
+    assert public.headers["allow"] == "GET, HEAD"

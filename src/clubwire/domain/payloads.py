@@ -36,8 +36,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from clubwire.domain import timestamps
-from clubwire.domain.programs import EARLIEST, LATEST, ProgramType
+from clubwire.domain import text, timestamps
+from clubwire.domain.programs import EARLIEST, LATEST, PLAUSIBLE_YEAR, ProgramType
 
 # --------------------------------------------------------------------------- value types
 
@@ -86,9 +86,9 @@ def _email(value: str) -> str:
 
 
 PlatformId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
-Label = Annotated[str, Field(min_length=1, max_length=200)]
+Label = Annotated[text.StorableText, Field(min_length=1, max_length=200)]
 Email = Annotated[
-    str,
+    text.StorableText,
     AfterValidator(_email),
     WithJsonSchema({"type": "string", "format": "email", "maxLength": _EMAIL_MAX}),
 ]
@@ -100,7 +100,12 @@ Timestamp = Annotated[
     AfterValidator(_plausible),
     PlainSerializer(timestamps.to_wire, return_type=str, when_used="json"),
     WithJsonSchema(
-        {"type": "string", "format": "date-time", "examples": ["2026-01-13T18:30:00.000Z"]}
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": PLAUSIBLE_YEAR,
+            "examples": ["2026-01-13T18:30:00.000Z"],
+        }
     ),
 ]
 CalendarDate = Annotated[
@@ -324,4 +329,6 @@ class PracticeIceBookedData(Payload):
 class PingData(Payload):
     """The `data` of a `ping` event."""
 
-    message: str = Field(min_length=1, max_length=1000, description="A human-readable note.")
+    message: text.StorableText = Field(
+        min_length=1, max_length=1000, description="A human-readable note."
+    )

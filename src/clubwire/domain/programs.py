@@ -12,14 +12,17 @@ import orjson
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from clubwire.domain import timestamps
+from clubwire.domain import text, timestamps
 
 ProgramId = Annotated[
     str,
@@ -60,24 +63,72 @@ class _CamelModel(BaseModel):
     )
 
 
+def _number(value: object) -> object:
+    """A count is a JSON number (``48``, or ``48.0``), not text or a boolean, which Pydantic
+    alone would read as one."""
+    if isinstance(value, str | bool):
+        raise ValueError("must be a whole number")
+    return value
+
+
+def _text(value: object) -> object:
+    """A moment is text in JSON; Pydantic alone would read a number as a Unix time."""
+    if isinstance(value, str | datetime):
+        return value
+    raise ValueError("must be an ISO 8601 timestamp with a UTC offset or Z")
+
+
+# The years 1901–2998, which lie between EARLIEST and LATEST whatever the offset: a JSON Schema
+# pattern for timestamps, so that documents promise no more than the checks accept.
+PLAUSIBLE_YEAR = r"^(19(0[1-9]|[1-9][0-9])|2([0-8][0-9]{2}|9([0-8][0-9]|9[0-8])))-"
+# RFC 3339 with an offset.
+Moment = Annotated[
+    AwareDatetime,
+    BeforeValidator(_text),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": PLAUSIBLE_YEAR,
+            "examples": ["2026-01-13T18:30:00.000Z"],
+        }
+    ),
+]
+
+# Whole cents up to 99,999,999.99, as a JSON number or a string of digits ("325.00").
+Price = Annotated[
+    Decimal,
+    Field(ge=0, max_digits=10, decimal_places=2, allow_inf_nan=False),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0, "maximum": 99_999_999.99, "multipleOf": 0.01},
+                {"type": "string", "pattern": r"^[0-9]{1,8}(\.[0-9]{1,2})?$"},
+            ],
+            "examples": ["325.00"],
+        }
+    ),
+]
+
+
 class ProgramData(_CamelModel):
     """A program as the platform sends it: every field the API shows, plus ``private``."""
 
-    name: Annotated[str, Field(min_length=1, max_length=200)]
-    description: Annotated[str, Field(max_length=10_000)] = ""
+    name: Annotated[text.StorableText, Field(min_length=1, max_length=200)]
+    description: Annotated[text.StorableText, Field(max_length=10_000)] = ""
     type: ProgramType
     status: ProgramStatus
-    start_date: AwareDatetime
-    end_date: AwareDatetime
-    price: Annotated[Decimal, Field(ge=0, max_digits=10, decimal_places=2, allow_inf_nan=False)]
-    capacity: Annotated[int, Field(ge=0, le=1_000_000)]
-    private: bool = Field(
+    start_date: Moment
+    end_date: Moment = Field(description="Not before startDate.")
+    price: Price
+    capacity: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(_number)]
+    private: StrictBool = Field(
         default=False, description="Hidden from the storefront, so never shown by the API."
     )
-    created_at: AwareDatetime | None = Field(
+    created_at: Moment | None = Field(
         default=None, description="Defaults to when clubwire first stores the program."
     )
-    updated_at: AwareDatetime | None = Field(
+    updated_at: Moment | None = Field(
         default=None, description="Defaults to when clubwire last stores a change."
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 ELLIPSIS = "…"
 
@@ -48,7 +48,10 @@ def storable(value: str) -> str:
 
 
 # A string field of a model that reads input: NUL and lone surrogates are refused (422).
-StorableText = Annotated[str, AfterValidator(storable)]
+# Its JSON Schema says NUL is refused (a lone surrogate cannot be sent as UTF-8 JSON anyway).
+StorableText = Annotated[
+    str, AfterValidator(storable), Field(json_schema_extra={"pattern": r"^[^\u0000]*$"})
+]
 
 
 def cleaned(value: str, limit: int) -> str:

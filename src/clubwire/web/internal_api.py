@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import clubs as club_rules
-from clubwire.domain import keys, programs
+from clubwire.domain import keys, programs, text
 from clubwire.services import clubs
 from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
@@ -35,12 +35,15 @@ class _Out(BaseModel):
 
 class ClubIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: Annotated[str, Field(min_length=1, max_length=200, examples=["Granite Curling Club"])]
+    name: Annotated[
+        text.StorableText,
+        Field(min_length=1, max_length=200, examples=["Granite Curling Club"]),
+    ]
 
 
 class ModuleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    enabled: bool
+    enabled: StrictBool  # true or false: not 0, 1 or "yes"
 
 
 class EventIn(BaseModel):
@@ -86,7 +89,8 @@ def router(settings: Settings) -> APIRouter:
         responses=problems.documented(401, 403, 404, 422, 503),
     )
     secured: dict[str, Any] = {"openapi_extra": {"security": [{openapi.PLATFORM_SCHEME: []}]}}
-    with_body = {**secured, "responses": problems.documented(413)}  # CLUBWIRE_MAX_REQUEST_BYTES
+    # A body may be too large (CLUBWIRE_MAX_REQUEST_BYTES) or not UTF-8 JSON at all.
+    with_body = {**secured, "responses": problems.documented(400, 413)}
 
     @api.put(
         "/clubs/{slug}",
@@ -133,7 +137,7 @@ def router(settings: Settings) -> APIRouter:
         status_code=201,
         responses={
             200: {"description": "A repeat of an earlier Idempotency-Key", "model": EventOut},
-            **problems.documented(409, 413),
+            **problems.documented(400, 409, 413),
         },
         **secured,
     )

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+import functools
+from typing import Annotated, Any, Literal, Union, cast
 
 import orjson
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import ConfigDict, Field, TypeAdapter, create_model
 
-from clubwire.domain import event_schemas
+from clubwire.domain import event_schemas, events
 from clubwire.settings import Settings
 from clubwire.web import problems
 
 API_KEY_SCHEME = "apiKey"
+PUBLISH_BODY = "EventIn"  # the component the publish route's body refers to
 PLATFORM_SCHEME = "platformToken"
 
 PUBLIC_DESCRIPTION = """\
@@ -76,6 +79,8 @@ def service_document(app: FastAPI, public_api: FastAPI, settings: Settings) -> d
     if app.openapi_schema is not None:
         return app.openapi_schema
     document = _with_components(_generate(app), API_KEY_SCHEME, PLATFORM_SCHEME)
+    schemas = document["components"]["schemas"]
+    schemas.update(_publish_schemas(schemas))
     public = copy.deepcopy(_public_base(public_api))
     prefix = "" if settings.club_host_suffix else "/clubs/{slug}"
     for path, operations in public["paths"].items():
@@ -104,3 +109,52 @@ def _club_parameter(settings: Settings) -> dict[str, Any]:
         "description": "The club's slug.",
         "schema": {"type": "string", "example": example},
     }
+
+
+def _publish_schemas(existing: dict[str, Any]) -> dict[str, Any]:
+    """The publish body as the route takes it, replacing the loose ``EventIn`` model (whose
+    ``data`` is any object so that the service can word what is wrong with it): one
+    alternative per kind that can be published, ``event`` naming it and ``data`` that kind's
+    payload. Payloads are in validation mode (a field with a default may be left out); one
+    that differs from the webhook schema of the same name is named ``<name>Input``."""
+    body = _publish_body().json_schema(
+        mode="validation", by_alias=True, ref_template=event_schemas.SCHEMA_REF_TEMPLATE
+    )
+    body["description"] = "An event: `event` names its kind, `data` is that kind's payload."
+    defs: dict[str, Any] = body.pop("$defs")
+    renamed = {name: f"{name}Input" for name, own in defs.items() if existing.get(name, own) != own}
+    refs = {_ref(old): _ref(new) for old, new in renamed.items()}
+    schemas = {renamed.get(name, name): schema for name, schema in defs.items()}
+    publishing: dict[str, Any] = _with_refs({**schemas, PUBLISH_BODY: body}, refs)
+    return publishing
+
+
+@functools.cache
+def _publish_body() -> TypeAdapter[Any]:
+    alternatives = tuple(
+        create_model(
+            "Publish" + events.model_for(kind).__name__.removesuffix("Data"),
+            __config__=ConfigDict(extra="forbid"),
+            event=(cast(Any, Literal)[kind], Field(description="The event kind.")),
+            data=(events.model_for(kind), Field(description="The event payload.")),
+        )
+        for kind in events.SUBSCRIBABLE
+    )
+    union: Any = Annotated[cast(Any, Union)[alternatives], Field(discriminator="event")]
+    return TypeAdapter(union)
+
+
+def _ref(name: str) -> str:
+    return event_schemas.SCHEMA_REF_TEMPLATE.format(model=name)
+
+
+def _with_refs(node: Any, refs: dict[str, str]) -> Any:
+    """``node`` with each ``$ref`` found in ``refs`` pointed at its new target."""
+    if isinstance(node, dict):
+        return {
+            key: refs.get(value, value) if key == "$ref" else _with_refs(value, refs)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_with_refs(item, refs) for item in node]
+    return node
