@@ -3,9 +3,11 @@
 One :class:`Sender` (one aiohttp session and connector) serves every attempt of a worker, so
 connections to a receiver are kept alive and reused. For each attempt:
 
-- the URL is checked first (:func:`clubwire.domain.addresses.check_url`); aiohttp never asks
-  the resolver about a host that is an IP literal, so literals (in every spelling, such as
-  ``2130706433``) are judged there;
+- the URL is read and checked first (:func:`clubwire.domain.addresses.check_url`), the way
+  aiohttp reads it (UTS #46: ``１２７．０．０．１`` is ``127.0.0.1``), and the very URL object
+  that was checked is the one sent, so the host aiohttp connects to is the host that was
+  judged. aiohttp never asks the resolver about a host that is an IP literal, so literals (in
+  every spelling, such as ``2130706433`` or ``🯱🯰.🯰.🯰.🯱``) are judged there;
 - names are resolved once, by :class:`PublicResolver`, which drops every non-public address;
   aiohttp connects only to the addresses the resolver returned. aiohttp's DNS cache stays on
   (10 s): it stores the resolver's *filtered* answer, so it can only ever hand out checked
@@ -36,6 +38,7 @@ from types import TracebackType
 from typing import Self
 
 import aiohttp
+import yarl
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from clubwire.domain import addresses, text
@@ -133,7 +136,7 @@ class Sender:
         self._session: aiohttp.ClientSession | None = None
         self._resolver: PublicResolver | None = None
         # A URL's verdict depends on nothing else: check each one once, not on every attempt.
-        self._refusal = functools.lru_cache(maxsize=4096)(self._check)
+        self._target = functools.lru_cache(maxsize=4096)(self._check)
 
     async def __aenter__(self) -> Self:
         inner = self._inner_resolver or aiohttp.ThreadedResolver()
@@ -176,27 +179,28 @@ class Sender:
         session = self._open_session()
         started = time.monotonic()
         attempt = _Attempt()
-        attempt.error = self._refusal(url)
-        if attempt.error is not None:
+        target = self._target(url)
+        if isinstance(target, str):
+            attempt.error = target
             return attempt.outcome(started)
         try:
-            await self._exchange(session, attempt, url, body, headers)
+            await self._exchange(session, attempt, target, body, headers)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             attempt.error = error_words(exc)
         return attempt.outcome(started)
 
-    def _check(self, url: str) -> str | None:
+    def _check(self, url: str) -> yarl.URL | str:
+        """The URL to send to, as checked; or why it is refused."""
         try:
-            addresses.check_url(url, self._allow_private)
+            return addresses.check_url(url, self._allow_private)
         except addresses.UnsafeUrl as exc:
             return _refusal(exc)
-        return None
 
     async def _exchange(
         self,
         session: aiohttp.ClientSession,
         attempt: _Attempt,
-        url: str,
+        url: yarl.URL,
         body: bytes,
         headers: Mapping[str, str],
     ) -> None:
