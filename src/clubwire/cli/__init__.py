@@ -12,6 +12,7 @@ from clubwire import errors
 
 # Importing the command modules registers their commands.
 from clubwire.cli import (  # noqa: F401
+    base,
     clubs,
     deliveries,
     demo,
@@ -25,14 +26,20 @@ from clubwire.cli import (  # noqa: F401
     users,
 )
 from clubwire.cli.base import cli
+from clubwire.domain import text
 
 __all__ = ["cli", "main"]
+
+SHOWN_ARGUMENT = 60  # characters of a refused argument quoted in its error
+MAX_MESSAGE = 2000
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line; every failure ends in one line on stderr and a non-zero exit."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=argv, prog_name="clubwire", standalone_mode=False)
+        _check_arguments(args)
+        cli.main(args=args, prog_name="clubwire", standalone_mode=False)
     except click.UsageError as exc:
         hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx else ""
         _fail(f"{exc.format_message()}{hint}", 2)
@@ -46,8 +53,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"cannot use the database: {type(exc.orig).__name__}: {_first_line(exc.orig)}", 1)
 
 
+def _check_arguments(args: Sequence[str]) -> None:
+    """Every argument may end up stored (a name, an email, a slug): one the database cannot
+    hold is refused before any command runs, file names included."""
+    for arg in args:
+        base.storable(arg, f'the argument "{text.cleaned(arg, SHOWN_ARGUMENT)}"')
+
+
 def _fail(message: str, code: int) -> None:
-    click.echo(f"clubwire: error: {message}", err=True)
+    """One line, whatever the message holds (input quoted in it is escaped)."""
+    click.echo(f"clubwire: error: {text.cleaned(message, MAX_MESSAGE)}", err=True)
     sys.exit(code)
 
 

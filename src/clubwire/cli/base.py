@@ -12,6 +12,8 @@ import click
 import orjson
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire import errors
+from clubwire.domain import text as domain_text
 from clubwire.settings import Settings, load_settings
 from clubwire.storage import database, migrate
 
@@ -66,6 +68,15 @@ def read_input(path: str) -> tuple[bytes, str]:
     if path == "-":
         return sys.stdin.buffer.read(), "<stdin>"
     return Path(path).read_bytes(), path
+
+
+def storable(value: str, what: str) -> str:
+    """``value``, unless the database cannot hold it (Linux hands a program the bytes of its
+    arguments and input that are not UTF-8 as lone surrogates): then one line on why."""
+    why = domain_text.refusal(value)
+    if why is not None:
+        raise errors.InvalidInput(f"{what} {why}")
+    return value
 
 
 def print_json(value: Any) -> None:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from clubwire.cli.base import JSON_OPTION, cli, print_json, settings, transaction
+from clubwire.cli.base import JSON_OPTION, cli, print_json, settings, storable, transaction
 from clubwire.domain import timestamps
 from clubwire.services import users
 
@@ -27,9 +27,11 @@ def user_create(
 ) -> None:
     """Create a staff account; the password is asked for (or read from stdin)."""
     if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
+        line = sys.stdin.buffer.readline().decode("utf-8", "surrogateescape")
+        password = line.rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    storable(password, "the password")  # else no one could type it into the sign-in form
     with transaction(settings()) as session:
         created = users.create_user(
             session, email, password, timestamps.utc_now(), superadmin, club_slugs

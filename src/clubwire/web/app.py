@@ -20,7 +20,17 @@ from clubwire.services.api_access import ApiAccess
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
-from clubwire.web import internal_api, limits, openapi, ops, problems, public_api, telemetry, ui
+from clubwire.web import (
+    internal_api,
+    limits,
+    openapi,
+    ops,
+    problems,
+    public_api,
+    telemetry,
+    ui,
+    unstorable,
+)
 from clubwire.worker import lock, running
 from clubwire.worker.loop import Worker
 
@@ -86,6 +96,7 @@ def create_app(
         redoc_url=None,
     )
     problems.install(app)
+    app.add_middleware(unstorable.Refuse)  # NUL in a path, query or Host: 422
     app.include_router(internal_api.router(settings))
     ui.install(app)
     app.router.routes.extend(ops.routes())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Query, Request
-from pydantic import BaseModel
+from pydantic import AfterValidator
 from starlette.responses import Response
 
 from clubwire import errors
@@ -34,10 +34,11 @@ def sign_in_form(
     return _form(request, next_path=security.safe_next(next_path) or "")
 
 
-class SignInForm(BaseModel):
+class SignInForm(ui_base.FormFields):
     email: str = ""
     password: str = ""
-    next: str = ""
+    # Where to go afterwards: a path on this site, else nowhere in particular.
+    next: Annotated[str, AfterValidator(lambda path: security.safe_next(path) or "")] = ""
     csrf_token: str = ""
 
 
@@ -45,10 +46,14 @@ def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
     """Check the password (throttled), start a new session, and go where the user was going."""
     if not security.same_token(form.csrf_token, request.cookies.get(security.SIGN_IN_COOKIE)):
         raise ui_base.CsrfRefused()
+    found = form.unstorable()
+    if found:  # not looked up, and not counted toward the throttle: it cannot be stored
+        return _form(request, 422, email=form.email, next_path=form.next, found=found)
     outcome = _start_session(request, form.email, form.password)
     if isinstance(outcome, errors.ClubwireError):
         status = 429 if isinstance(outcome, errors.TooManyAttempts) else 422
-        return _form(request, status, email=form.email, next_path=form.next, error=outcome.detail)
+        found = {"password": outcome.detail}
+        return _form(request, status, email=form.email, next_path=form.next, found=found)
     response = ui_base.redirect(security.safe_next(form.next) or "/")
     secure = security.is_https(request, ui_base.settings_of(request))
     security.set_cookie(response, security.SESSION_COOKIE, outcome, secure=secure)
@@ -74,7 +79,7 @@ def _form(
     status: int = 200,
     email: str = "",
     next_path: str = "",
-    error: str | None = None,
+    found: dict[str, str] | None = None,
 ) -> Response:
     """The sign-in form, with its double-submit CSRF token in a cookie and a hidden field."""
     token = request.cookies.get(security.SIGN_IN_COOKIE) or security.new_token()
@@ -84,7 +89,7 @@ def _form(
         status,
         email=email,
         next_path=security.safe_next(next_path) or "",
-        error=error,
+        errors=found or {},
         csrf_token=token,
     )
     secure = security.is_https(request, ui_base.settings_of(request))

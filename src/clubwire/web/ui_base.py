@@ -15,10 +15,12 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from clubwire import errors
+from clubwire.domain import text
 from clubwire.services import users, web_sessions
 from clubwire.settings import Settings
 from clubwire.storage.models import Club
@@ -189,6 +191,22 @@ def router() -> APIRouter:
 
 
 # -- forms -----------------------------------------------------------------------------------
+
+
+class FormFields(BaseModel):
+    """A form's fields as typed. Text the database cannot hold is not refused while the form
+    is read, which would lose what was typed, but by ``unstorable``, so that the form comes
+    back with the message beside the field."""
+
+    def unstorable(self) -> dict[str, str]:
+        """Each text field the database could not hold, with why, by field name. (Lists are
+        choices, checked against what may be chosen.)"""
+        found = {}
+        for name, value in self:
+            why = text.refusal(value) if isinstance(value, str) else None
+            if why is not None:
+                found[name] = f"{why[:1].upper()}{why[1:]}."
+        return found
 
 
 def field_errors(**checks: Callable[[], object]) -> dict[str, str]:

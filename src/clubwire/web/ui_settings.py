@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
-from pydantic import BaseModel
+from pydantic import Field
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
@@ -17,11 +17,11 @@ from clubwire.web import ui_base
 from clubwire.web.ui_base import Posted, Staff
 
 
-class KeyForm(BaseModel):
+class KeyForm(ui_base.FormFields):
     """What the Create an API key form sends (and shows again when it has errors)."""
 
     name: str = ""
-    scope: list[str] = []
+    scope: list[str] = Field(default_factory=list)
 
 
 def router() -> APIRouter:
@@ -72,7 +72,7 @@ def create_key(
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return _keys_page(request, session, club, 422, form, found)
 
-    found = ui_base.field_errors(scopes=lambda: _check_scopes(form.scope))
+    found = form.unstorable() or ui_base.field_errors(scopes=lambda: _check_scopes(form.scope))
     # Once the scopes are right, the only check left in the service is the name's.
     return ui_base.form_step(request, staff, slug, found, step, again, field="name")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
-from pydantic import BaseModel
+from pydantic import Field
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
@@ -21,15 +21,16 @@ RECENT_DELIVERIES = 10
 ENDPOINT = "/settings/{slug}/webhooks/{endpoint_id}"
 
 
-class EndpointForm(BaseModel):
+class EndpointForm(ui_base.FormFields):
     """What the Add and Edit forms of an endpoint send (and show again with errors)."""
 
     url: str = ""
-    event: list[str] = []
+    event: list[str] = Field(default_factory=list)
 
     def errors(self, settings: Settings) -> dict[str, str]:
-        """Each field's message from the services' own checks."""
-        return ui_base.field_errors(
+        """Each field's message: text the database cannot hold, else the services' checks
+        (which are never given such text)."""
+        return self.unstorable() or ui_base.field_errors(
             url=lambda: endpoints.check_url(self.url, settings),
             events=lambda: endpoints.subscribable(self.event),
         )
