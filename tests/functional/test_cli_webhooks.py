@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,7 @@ from clubwire import signing
 from clubwire.domain import events
 from tests.factories import registration
 from tests.functional.cli_runner import Invoke, Result, ok, one_line_error
-from tests.receiver import Authority, Receiver, authority, serving
-
-
-@pytest.fixture
-def tls(tmp_path: Path) -> Authority:
-    return authority(tmp_path)
-
-
-@pytest.fixture
-def receiver(tls: Authority) -> Iterator[Receiver]:
-    with serving(tls) as receiver:
-        yield receiver
+from tests.receiver import Authority, Receiver, serving
 
 
 @pytest.fixture

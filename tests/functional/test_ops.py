@@ -37,7 +37,7 @@ from tests.factories import (
 from tests.functional.cli_runner import Invoke, ok
 from tests.functional.ui_pages import browser, make_staff
 from tests.logcapture import Captured, capturing
-from tests.receiver import Authority, Receiver, authority, serving
+from tests.receiver import Authority, Receiver
 
 API = "/clubs/granite/api/v1/programs"
 ADMIN = "admin@granite.example"
@@ -80,11 +80,6 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Captured]:
 
 
 @pytest.fixture
-def tls(tmp_path: Path) -> Authority:
-    return authority(tmp_path)
-
-
-@pytest.fixture
 def hooks(settings: Settings, tls: Authority) -> Settings:
     return receiver_settings(
         settings,
@@ -94,12 +89,6 @@ def hooks(settings: Settings, tls: Authority) -> Settings:
         connect_timeout=1.0,
         lease_seconds=30.0,
     )
-
-
-@pytest.fixture
-def receiver(tls: Authority) -> Iterator[Receiver]:
-    with serving(tls) as receiver:
-        yield receiver
 
 
 def _make_unreachable(client: TestClient, settings: Settings) -> None:

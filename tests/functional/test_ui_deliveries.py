@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
@@ -24,16 +23,11 @@ from tests.factories import (
     registration,
 )
 from tests.functional.ui_pages import Browser, browser, make_staff, part
-from tests.receiver import Authority, authority, serving
+from tests.receiver import Authority, serving
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/webhooks"
 HOSTILE = "<script>alert(1)</script>"
-
-
-@pytest.fixture
-def tls(tmp_path: Path) -> Authority:
-    return authority(tmp_path)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,12 +23,7 @@ from clubwire.worker import lock, loop, running
 from tests.conftest import PLATFORM_TOKEN, SECRET_KEY
 from tests.factories import EPOCH, FakeClock, make_club, registration
 from tests.functional.processes import clubwire, environment
-from tests.receiver import Authority, Receiver, authority, serving
-
-
-@pytest.fixture
-def tls(tmp_path: Path) -> Authority:
-    return authority(tmp_path)
+from tests.receiver import Authority, Receiver, serving
 
 
 @pytest.fixture
@@ -44,12 +39,6 @@ def hooks(settings: Settings, tls: Authority) -> Settings:
             "lease_seconds": 30.0,
         }
     )
-
-
-@pytest.fixture
-def receiver(tls: Authority) -> Iterator[Receiver]:
-    with serving(tls) as receiver:
-        yield receiver
 
 
 def _endpoint(
