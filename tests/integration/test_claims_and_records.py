@@ -112,11 +112,28 @@ def test_failures_follow_the_schedule_then_die(
             gap = delivery.next_attempt_at - (EPOCH + at)
             assert _claim(sessions, at + gap - timedelta(seconds=1)) == []
             at += gap
-            assert gap.total_seconds() == SCHEDULE.delays[delivery.attempt - 1]
+            step = SCHEDULE.delays[delivery.attempt - 1]
+            assert step <= gap.total_seconds() <= step * (1 + SCHEDULE.spread)
     assert seen == [("pending", n) for n in range(1, 6)] + [("dead", 6)]
     assert _endpoint(sessions, endpoint_id).dead_in_a_row == 1
     with sessions() as session:
         assert len(session.scalars(select(Attempt)).all()) == 6
+
+
+def test_retries_that_failed_together_come_due_spread_over_their_step(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Twenty deliveries of one endpoint fail in one batch: each retry is due at least a
+    step (60 s) later, at most 10 % more, and they do not all come due in the same second."""
+    _world(sessions, settings, count=20)
+    _record(sessions, _claim(sessions), ok=False)
+
+    with sessions() as session:
+        due = [d.next_attempt_at for d in session.scalars(select(Delivery))]
+    assert all(d is not None and EPOCH + timedelta(seconds=60) <= d for d in due)
+    assert all(d is not None and d <= EPOCH + timedelta(seconds=66) for d in due)
+    spread = max(d for d in due if d) - min(d for d in due if d)
+    assert spread >= timedelta(seconds=1)
 
 
 def _kill(sessions: sessionmaker[Session], count: int) -> None:

@@ -35,7 +35,7 @@ SCHEDULE = RetrySchedule((60, 300))
 def test_the_outcome_follows_the_verdict(
     status: Status, trigger: Trigger, attempts_made: int, ok: bool, expected: Outcome
 ) -> None:
-    verdict = deliveries.judge(status, trigger, attempts_made, ok, EPOCH, SCHEDULE)
+    verdict = deliveries.judge(status, trigger, attempts_made, ok, EPOCH, SCHEDULE, 0.5)
     assert deliveries.outcome(verdict, ok) is expected
 
 

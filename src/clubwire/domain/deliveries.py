@@ -52,11 +52,14 @@ def judge(
     ok: bool,
     now: datetime,
     schedule: RetrySchedule,
+    draw: float,
 ) -> Verdict:
     """The verdict on a delivery that was ``status`` before an attempt that was ``ok`` or not.
 
-    ``attempts_made`` counts this attempt. A Send test never moves the dead-in-a-row count;
-    a manual attempt on a finished delivery leaves it as it was when it fails.
+    ``attempts_made`` counts this attempt; ``draw`` (0 ≤ draw < 1) places a retry within its
+    step's spread (:meth:`RetrySchedule.delay_after`). A Send test never moves the
+    dead-in-a-row count; a manual attempt on a finished delivery leaves it as it was when it
+    fails.
     """
     if trigger is Trigger.TEST:
         return Verdict(Status.SUCCEEDED if ok else Status.DEAD, None)
@@ -64,7 +67,7 @@ def judge(
         return Verdict(Status.SUCCEEDED, None, counts_as_success=True)
     if status is not Status.PENDING:
         return Verdict(status, None)
-    delay = schedule.delay_after(attempts_made)
+    delay = schedule.delay_after(attempts_made, draw)
     if delay is None:
         return Verdict(Status.DEAD, None, became_dead=True)
     return Verdict(Status.PENDING, now + delay)

@@ -10,6 +10,7 @@ as its stand-in: a failed attempt with a generic error.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -67,10 +68,7 @@ def record(
     """
     if not results:
         return
-    verdicts = [
-        rules.judge(r.job.status, r.job.trigger, r.job.attempts_made + 1, r.ok, now, schedule)
-        for r in results
-    ]
+    verdicts = [_judged(result, schedule, now) for result in results]
     connection = session.connection()
     stored = _stored_times(connection.dialect)
     insert_attempts, move = _BULK[connection.dialect.name]
@@ -158,6 +156,14 @@ def _spoiled_by_a_row(error: Exception) -> bool:
     if isinstance(error, exc.OperationalError | exc.InterfaceError | exc.TimeoutError):
         return False
     return not (isinstance(error, exc.DBAPIError) and error.connection_invalidated)
+
+
+def _judged(result: Result, schedule: RetrySchedule, now: datetime) -> rules.Verdict:
+    """Where the attempt moves its delivery; a retry due at a random point of its step's
+    spread, so that one endpoint's retries do not come due together."""
+    job = result.job
+    attempt = job.attempts_made + 1
+    return rules.judge(job.status, job.trigger, attempt, result.ok, now, schedule, random.random())
 
 
 def _document(rows: list[dict[str, object]]) -> str:

@@ -69,8 +69,10 @@ class Attempter:
     def _tell(self, result: Result) -> None:
         """The attempt's log line and metrics; its outcome as ``record`` will judge it."""
         job = result.job
+        attempt, now = job.attempts_made + 1, self._clock()
+        # The outcome does not depend on when a retry comes due: no need to draw its spread.
         verdict = deliveries.judge(
-            job.status, job.trigger, job.attempts_made + 1, result.ok, self._clock(), self._schedule
+            job.status, job.trigger, attempt, result.ok, now, self._schedule, 0
         )
         outcome = deliveries.outcome(verdict, result.ok)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
