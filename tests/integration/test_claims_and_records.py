@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
@@ -13,6 +13,7 @@ from clubwire.domain import events as catalog
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
+from clubwire.storage import database
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 
@@ -386,3 +387,19 @@ def test_attempts_of_a_deleted_endpoint_are_dropped(
     with sessions() as session:
         assert session.scalars(select(Attempt)).all() == []
         assert session.scalars(select(Delivery)).all() == []
+
+
+def test_a_workers_postgresql_connection_never_waits_to_flush_nor_compiles(
+    settings: Settings,
+) -> None:
+    if settings.is_sqlite:
+        pytest.skip("synchronous_commit and JIT are PostgreSQL's")
+    engine = database.engine_for(settings, worker=True)
+    try:
+        with engine.connect() as connection:
+            shown = [
+                connection.scalar(text(f"SHOW {name}")) for name in ("synchronous_commit", "jit")
+            ]
+    finally:
+        engine.dispose()
+    assert shown == ["off", "off"]
