@@ -23,6 +23,7 @@ lint: $(READY)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(READY)
 	$(PYTHON) bench/api.py

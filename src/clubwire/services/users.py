@@ -69,10 +69,6 @@ def authenticate(session: Session, email: str, password: str, remote: str, now: 
     return user
 
 
-def get_user(session: Session, user_id: str) -> User | None:
-    return session.get(User, user_id)
-
-
 def managed_clubs(session: Session, user: User) -> Sequence[Club]:
     """The clubs this user may manage: every club for a superadmin."""
     query = select(Club).order_by(Club.name, Club.slug)

@@ -107,14 +107,6 @@ class Outcome:
     def ok(self) -> bool:
         return self.error is None and self.status is not None and 200 <= self.status < 300
 
-    def describe(self) -> str:
-        """In plain words: ``200 in 43 ms`` or ``failed: connection refused after 3 ms``."""
-        if self.ok:
-            return f"{self.status} in {self.duration_ms} ms"
-        if self.error is None:
-            return f"failed: status {self.status} after {self.duration_ms} ms"
-        return f"failed: {self.error} after {self.duration_ms} ms"
-
 
 class Sender:
     """Posts webhook attempts; ``async with Sender(settings) as sender: await sender.post(…)``.

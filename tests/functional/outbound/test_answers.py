@@ -48,7 +48,6 @@ def test_a_2xx_answer_is_a_success_with_an_excerpt(tmp_path: Path, tls: Tls) -> 
     assert outcome.ok
     assert (outcome.status, outcome.error) == (200, None)
     assert outcome.excerpt == '{"received":true}'
-    assert outcome.describe() == f"200 in {outcome.duration_ms} ms"
     [request] = receiver.requests
     assert request.head.startswith("POST /hook HTTP/1.1")
     assert request.body == BODY
@@ -80,7 +79,6 @@ def test_a_non_2xx_answer_is_a_failure_without_an_error(tmp_path: Path, tls: Tls
 
     assert not outcome.ok
     assert (outcome.status, outcome.error, outcome.excerpt) == (500, None, "oops <b>")
-    assert outcome.describe() == f"failed: status 500 after {outcome.duration_ms} ms"
 
 
 # -- deadlines and bodies ----------------------------------------------------------------
@@ -96,7 +94,6 @@ def test_a_silent_receiver_times_out_at_the_deadline(tmp_path: Path, tls: Tls) -
 
     assert (outcome.status, outcome.error) == (None, "timeout")
     assert DEADLINE * 1000 - 50 <= outcome.duration_ms <= DEADLINE * 1000 + 300
-    assert outcome.describe() == f"failed: timeout after {outcome.duration_ms} ms"
 
 
 def test_a_trickling_status_line_times_out(tmp_path: Path, tls: Tls) -> None:
@@ -188,7 +185,6 @@ def test_a_closed_port_is_connection_refused(tmp_path: Path, tls: Tls) -> None:
     outcome = run(post(settings_for(tmp_path, tls), f"https://127.0.0.1:{closed_port()}/"))
 
     assert (outcome.status, outcome.error) == (None, "connection refused")
-    assert outcome.describe() == f"failed: connection refused after {outcome.duration_ms} ms"
 
 
 def test_an_answer_that_is_not_http_is_an_invalid_response(tmp_path: Path, tls: Tls) -> None:
