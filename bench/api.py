@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from pydantic import SecretStr
 
-from clubwire.domain import programs, scopes
+from clubwire.domain import program_wire, scopes
 from clubwire.services import clubs, keys
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
@@ -63,7 +63,7 @@ class Template(NamedTuple):
 
     id: str
     name: str
-    type: programs.ProgramType
+    type: program_wire.ProgramType
     description: str
     day: int  # days after the session starts
     hour: float
@@ -72,7 +72,7 @@ class Template(NamedTuple):
     capacity: int
 
 
-T = programs.ProgramType
+T = program_wire.ProgramType
 _TEMPLATES = [
     Template(
         "tue-league",
@@ -212,7 +212,7 @@ class Options:
 # -- the club ---------------------------------------------------------------------------------
 
 
-def program_records() -> list[programs.ProgramRecord]:
+def program_records() -> list[program_wire.ProgramRecord]:
     """50 active, public programs: ten kinds over five sessions of the season."""
     return [
         _record(template, session, offset)
@@ -221,15 +221,15 @@ def program_records() -> list[programs.ProgramRecord]:
     ]
 
 
-def _record(template: Template, session: str, session_day: int) -> programs.ProgramRecord:
+def _record(template: Template, session: str, session_day: int) -> program_wire.ProgramRecord:
     start = SEASON + timedelta(days=session_day + template.day, hours=template.hour)
-    return programs.ProgramRecord.model_validate(
+    return program_wire.ProgramRecord.model_validate(
         {
             "id": f"{template.id}-{session.lower()}",
             "name": f"{template.name}: {session}",
             "description": template.description,
             "type": template.type,
-            "status": programs.ProgramStatus.ACTIVE,
+            "status": program_wire.ProgramStatus.ACTIVE,
             "private": False,
             "startDate": start,
             "endDate": start + timedelta(days=template.length, hours=3),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from clubwire.domain.deliveries import Status
+from clubwire.domain.delivery_rules import Status
 from clubwire.services import clubs
 from clubwire.storage.models import Delivery
 from harness import Process

@@ -25,8 +25,7 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import events as catalog
-from clubwire.domain import timestamps
+from clubwire.domain import event_catalog, timestamps
 from clubwire.services import clubs, endpoints
 from clubwire.services import events as publishing
 from clubwire.settings import Settings
@@ -36,7 +35,7 @@ from harness import HOST, START_TIMEOUT, STOP_TIMEOUT, BenchError, Process, star
 from receiver import LIGHT, SILENT, Receiver
 
 BUSY_CLUB, LIGHT_CLUB = "granite", "pebble"
-KINDS = catalog.SUBSCRIBABLE
+KINDS = event_catalog.SUBSCRIBABLE
 PUBLISH_BATCH = 500  # events per publishing transaction
 ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out within a run
 SEED = 20260105
@@ -213,5 +212,5 @@ def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> N
 
 def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> str:
     now = timestamps.utc_now()
-    event, _ = publishing.publish(session, club, kind, catalog.sample(kind, now, rng), now)
+    event, _ = publishing.publish(session, club, kind, event_catalog.sample(kind, now, rng), now)
     return event.id

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from clubwire.domain import events, programs, scopes
+from clubwire.domain import event_catalog, program_wire, scopes
 from clubwire.services import clubs, keys
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services import programs as program_service
@@ -60,7 +60,7 @@ def program_data(**overrides: Any) -> dict[str, Any]:
 def make_program(
     session: Session, club: Club, program_id: str = "prg_1", **overrides: Any
 ) -> Program:
-    record = programs.ProgramData.model_validate(program_data(**overrides))
+    record = program_wire.ProgramData.model_validate(program_data(**overrides))
     program, _ = program_service.put_program(session, club, program_id, record, EPOCH)
     return program
 
@@ -97,6 +97,6 @@ def make_endpoint(
 
 def registration(**overrides: Any) -> dict[str, Any]:
     """A valid ``registration.created`` data object."""
-    data: dict[str, Any] = events.sample("registration.created", EPOCH, random.Random(7))
+    data: dict[str, Any] = event_catalog.sample("registration.created", EPOCH, random.Random(7))
     data.update(overrides)
     return data

@@ -12,8 +12,8 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import events as catalogue
-from clubwire.domain.deliveries import Status
+from clubwire.domain import event_catalog
+from clubwire.domain.delivery_rules import Status
 from clubwire.services import clubs, demo, endpoints, events, keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
@@ -48,7 +48,9 @@ def _delivered(
 ) -> None:
     """An event published at ``at``, its deliveries already where ``status`` says: none is
     due, so the live server's worker leaves them alone."""
-    event, _ = events.publish(session, club, kind, catalogue.sample(kind, at, random.Random(7)), at)
+    event, _ = events.publish(
+        session, club, kind, event_catalog.sample(kind, at, random.Random(7)), at
+    )
     for delivery in session.scalars(select(Delivery).where(Delivery.event_id == event.id)):
         delivery.status, delivery.response_code = status, code
         delivery.attempt, delivery.next_attempt_at = attempt, next_attempt_at

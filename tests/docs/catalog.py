@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from clubwire.domain import event_schemas, events
+from clubwire.domain import event_catalog, event_schemas
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "receiving-webhooks.md"
 BEGIN = (
@@ -32,7 +32,7 @@ def render() -> str:
     """The section between the markers, for every kind in catalog order."""
     webhooks, _ = event_schemas.openapi_webhooks()
     schemas = event_schemas.json_schemas()
-    return "\n".join(_kind(kind, webhooks[kind], schemas[kind]) for kind in events.KINDS)
+    return "\n".join(_kind(kind, webhooks[kind], schemas[kind]) for kind in event_catalog.KINDS)
 
 
 def _kind(kind: str, webhook: Any, schema: Schema) -> str:

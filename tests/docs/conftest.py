@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from clubwire.services import clubs, endpoints, keys
 from clubwire.services import events as event_service
 from clubwire.storage import database, migrate
@@ -121,12 +121,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             _, off = make_key(session, make_club(session, "slate"))
             clubs.set_webhooks_module(session, "slate", False, EPOCH)
             _, secret = endpoints.create_endpoint(
-                session, granite, receiver.url, events.SUBSCRIBABLE, EPOCH, settings
+                session, granite, receiver.url, event_catalog.SUBSCRIBABLE, EPOCH, settings
             )
         with live_server.serve(settings, folder, tls.bundle) as server:
             with sessions.begin() as session:
                 now = datetime.now(UTC)
-                data = events.sample("registration.created", now)
+                data = event_catalog.sample("registration.created", now)
                 event_service.publish(
                     session, clubs.get_club(session, SLUG), "registration.created", data, now
                 )

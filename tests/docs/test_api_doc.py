@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from clubwire.domain import keys
+from clubwire.domain import key_format
 from clubwire.web import problems
 from tests.docs import markdown
 from tests.docs.conftest import SLUG, World
@@ -140,4 +140,4 @@ def test_the_example_keys_have_the_real_shape() -> None:
     shown = set(re.findall(r"cw_live_[0-9A-Za-z]+_[0-9A-Za-z]+", text))
     assert shown
     for key in shown:
-        assert keys.parse(key) is not None, key
+        assert key_format.parse(key) is not None, key

@@ -9,7 +9,7 @@ import re
 import click
 
 from clubwire import cli
-from clubwire.domain import event_schemas, events
+from clubwire.domain import event_catalog, event_schemas
 from tests.docs import catalog, markdown
 from tests.docs.conftest import World
 
@@ -29,7 +29,7 @@ def test_the_event_catalog_is_what_the_code_renders() -> None:
 
 def test_the_catalog_has_every_kind_with_its_example_and_schema() -> None:
     json_blocks = [json.loads(b.text) for b in _blocks("json")]
-    for kind in events.KINDS:
+    for kind in event_catalog.KINDS:
         assert f"### `{kind}`" in DOC.read_text(encoding="utf-8")
         assert event_schemas.example(kind) in json_blocks
         assert event_schemas.json_schemas()[kind] in json_blocks

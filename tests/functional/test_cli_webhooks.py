@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clubwire import signing
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from tests.factories import registration
 from tests.functional.cli_runner import Invoke, Result, ok, one_line_error
 from tests.receiver import Authority, Receiver, serving
@@ -201,9 +201,9 @@ def test_event_publish_refuses_an_idempotency_key_reused_for_other_data(
     assert f"first used for {first}" in one_line_error(publish(registration(invoice=None)))
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 def test_event_sample_prints_valid_data(run: Invoke, kind: str) -> None:
-    events.validate(kind, json.loads(ok(run("event", "sample", kind)).out))
+    event_catalog.validate(kind, json.loads(ok(run("event", "sample", kind)).out))
 
 
 def test_user_create_reads_the_password_from_stdin(run: Invoke, club: str) -> None:

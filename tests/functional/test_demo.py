@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from clubwire import receiving, signing
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from clubwire.storage import database
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, User
 from tests.conftest import make_settings
@@ -103,7 +103,7 @@ def test_the_demo_does_what_it_prints_and_keeps_its_data(tmp_path: Path) -> None
         assert not names & {"Board Strategy Retreat", "Spring Fling Bonspiel"}
 
         out = first.until(lambda out: len(_arrivals(out)) >= 5, "verified deliveries")
-        assert {kind for kind, *_ in _arrivals(out)} <= set(events.SUBSCRIBABLE)
+        assert {kind for kind, *_ in _arrivals(out)} <= set(event_catalog.SUBSCRIBABLE)
         check = re.search(r"WEBHOOK_SECRET=(whsec_\w+) node check-delivery\.mjs (\S+)", out)
         assert check, out
         kept = Path(check[2])

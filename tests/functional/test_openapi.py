@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from tests import conftest, factories
 
 AUTH = {"Authorization": f"Bearer {conftest.PLATFORM_TOKEN}"}
@@ -120,7 +120,7 @@ def test_routes_that_read_a_body_document_the_400_of_a_body_that_is_not_json(
 def test_the_publish_body_is_one_of_the_kinds_that_can_be_published(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     body = schemas["EventIn"]
-    assert set(body["discriminator"]["mapping"]) == set(events.SUBSCRIBABLE)
+    assert set(body["discriminator"]["mapping"]) == set(event_catalog.SUBSCRIBABLE)
     registration = schemas["PublishRegistrationCreated"]
     assert registration["properties"]["event"]["const"] == "registration.created"
     data = registration["properties"]["data"]["$ref"].removeprefix("#/components/schemas/")

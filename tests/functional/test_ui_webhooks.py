@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import deliveries as rules
+from clubwire.domain import delivery_rules
 from clubwire.domain.sealing import Sealer
 from clubwire.services import clubs, endpoints, events, secret_keys
 from clubwire.settings import Settings
@@ -185,7 +185,9 @@ def _switched_off_with_skipped(sessions: sessionmaker[Session], endpoint_id: str
     """What the worker leaves after five dead deliveries, then two events while it is off."""
     with sessions.begin() as session:
         club = clubs.get_club(session, "granite")
-        endpoints.disable_endpoint(session, club.id, endpoint_id, EPOCH, rules.SWITCHED_OFF_REASON)
+        endpoints.disable_endpoint(
+            session, club.id, endpoint_id, EPOCH, delivery_rules.SWITCHED_OFF_REASON
+        )
         session.get_one(Endpoint, endpoint_id).dead_in_a_row = 5
         for _ in range(2):
             events.publish(session, club, "registration.created", registration(), EPOCH)

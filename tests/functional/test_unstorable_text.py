@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from httpx2 import Response
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from clubwire.settings import Settings
 from clubwire.web.app import create_app
 from tests.conftest import PLATFORM_TOKEN, make_settings
@@ -108,7 +108,7 @@ def _path(at: test_events.Path) -> str:
 
 
 @pytest.mark.parametrize("bad", BAD)
-@pytest.mark.parametrize("kind", events.SUBSCRIBABLE)
+@pytest.mark.parametrize("kind", event_catalog.SUBSCRIBABLE)
 def test_every_string_of_an_event_payload_is_refused_and_nothing_is_written(
     client: TestClient,
     sessions: sessionmaker[Session],
@@ -117,7 +117,7 @@ def test_every_string_of_an_event_payload_is_refused_and_nothing_is_written(
     kind: str,
     bad: str,
 ) -> None:
-    data = events.sample(kind, EPOCH)
+    data = event_catalog.sample(kind, EPOCH)
     leaves = [at for at, value in test_events.paths(data) if isinstance(value, str)]
     assert len(leaves) >= 5
     before = rows(sessions)
@@ -176,7 +176,7 @@ def test_an_idempotency_key_is_refused_and_nothing_is_written(
     granite: str,
 ) -> None:
     """A header is read as Latin-1, so NUL is all it can carry that the database cannot hold."""
-    body = {"event": "member.updated", "data": events.sample("member.updated", EPOCH)}
+    body = {"event": "member.updated", "data": event_catalog.sample("member.updated", EPOCH)}
     before = rows(sessions)
     refused = client.post(EVENTS, json=body, headers={**AUTH, "Idempotency-Key": f"key{NUL}one"})
     _refused(refused, "An idempotency key has 1–255 printable characters.")
@@ -211,7 +211,7 @@ def test_a_nul_in_an_api_path_is_refused_before_any_lookup(
 ) -> None:
     before = rows(sessions)
     headers = {"Authorization": f"Bearer {granite}"} if path.startswith("/clubs/") else AUTH
-    body = {"event": "member.updated", "data": events.sample("member.updated", EPOCH)}
+    body = {"event": "member.updated", "data": event_catalog.sample("member.updated", EPOCH)}
     answer = client.request(method, path, headers=headers, json=body if method != "GET" else None)
     assert _refused(answer, PATH_REFUSED) == PATH_REFUSED
     assert rows(sessions) == before

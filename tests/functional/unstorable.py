@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from clubwire.storage import models
 from tests.factories import EPOCH
 
@@ -50,7 +50,7 @@ def json_with(value: object, bad: str) -> bytes:
 
 def member_update(name: str) -> dict[str, Any]:
     """The ``data`` of a ``member.updated`` event for a member of this name."""
-    data: dict[str, Any] = events.sample("member.updated", EPOCH)
+    data: dict[str, Any] = event_catalog.sample("member.updated", EPOCH)
     data["member"]["name"] = name
     return data
 

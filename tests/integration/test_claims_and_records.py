@@ -9,7 +9,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import events as catalog
+from clubwire.domain import event_catalog
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
@@ -275,9 +275,9 @@ def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
     with sessions.begin() as session:
         jobs = claims.claim(session, EPOCH + timedelta(seconds=5), LEASE, {first.id: 2})
     assert {job.endpoint_id for job in jobs} == {first.id}
-    assert {catalog.id_of(job.body) for job in jobs} == {published[1].id, published[0].id}
+    assert {event_catalog.id_of(job.body) for job in jobs} == {published[1].id, published[0].id}
     left = _claim(sessions, timedelta(seconds=5))
-    assert {(job.endpoint_id, catalog.id_of(job.body)) for job in left} == {
+    assert {(job.endpoint_id, event_catalog.id_of(job.body)) for job in left} == {
         (first.id, published[2].id),
         *((second.id, event.id) for event in published),
     }

@@ -9,8 +9,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from clubwire import errors
-from clubwire.domain import keys as key_format
-from clubwire.domain import scopes
+from clubwire.domain import key_format, scopes
 from clubwire.services import keys
 from clubwire.storage.models import ApiKey
 from tests.factories import EPOCH, make_club, make_key

@@ -7,13 +7,13 @@ from datetime import timedelta
 import orjson
 from sqlalchemy.orm import Session
 
-from clubwire.domain import programs
+from clubwire.domain import program_wire
 from clubwire.services import programs as program_service
 from tests.factories import EPOCH, make_club, make_program, program_data
 
 
-def _data(**overrides: object) -> programs.ProgramData:
-    return programs.ProgramData.model_validate(program_data(**overrides))
+def _data(**overrides: object) -> program_wire.ProgramData:
+    return program_wire.ProgramData.model_validate(program_data(**overrides))
 
 
 def _listing(session: Session, club_id: str) -> list[dict[str, object]]:
@@ -81,9 +81,9 @@ def test_import_counts_each_outcome(session: Session) -> None:
     club = make_club(session)
     make_program(session, club, "p1")
     records = [
-        programs.ProgramRecord.model_validate({"id": "p1", **program_data()}),
-        programs.ProgramRecord.model_validate({"id": "p2", **program_data()}),
-        programs.ProgramRecord.model_validate({"id": "p3", **program_data(name="x")}),
+        program_wire.ProgramRecord.model_validate({"id": "p1", **program_data()}),
+        program_wire.ProgramRecord.model_validate({"id": "p2", **program_data()}),
+        program_wire.ProgramRecord.model_validate({"id": "p3", **program_data(name="x")}),
     ]
     counts = program_service.import_programs(session, club, records, EPOCH)
     assert counts == {"created": 2, "unchanged": 1}

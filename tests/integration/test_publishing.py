@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from clubwire import errors
-from clubwire.domain import events as catalog
+from clubwire.domain import event_catalog
 from clubwire.services import clubs, endpoints, events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Event
@@ -121,7 +121,7 @@ def test_invalid_events_store_nothing(
     ("kind", "data"),
     [
         ("registration.created", registration(member={"id": "m2", "name": "B", "email": "b@x.ca"})),
-        ("member.updated", catalog.sample("member.updated", EPOCH)),
+        ("member.updated", event_catalog.sample("member.updated", EPOCH)),
     ],
 )
 def test_an_idempotency_key_reused_for_another_event_is_refused(

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import events as event_rules
-from clubwire.domain.deliveries import Status, Trigger
+from clubwire.domain import event_catalog
+from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.services import events, retention
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Club, Delivery, Event
@@ -84,7 +84,7 @@ def _history(sessions: sessionmaker[Session], settings: Settings, slug: str = "g
         recent = _publish(session, club, RECENT)
         _finish(session, recent[1], Status.SUCCEEDED)
         _attempts(session, recent[1], RECENT)
-        ping = event_rules.validate("ping", {"message": "hi"})
+        ping = event_catalog.validate("ping", {"message": "hi"})
         events.record_event(session, club, "ping", ping, OLD)  # no delivery at all
     return History(stays={*old_pending, *old_retry_queued, *recent})
 

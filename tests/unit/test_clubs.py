@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from clubwire.domain import clubs
+from clubwire.domain import slugs
 
 
 @pytest.mark.parametrize("slug", ["granite", "a", "0", "st-johns-2", "a-b", "a--b", "a" * 63])
 def test_is_slug_accepts_host_name_labels(slug: str) -> None:
-    assert clubs.is_slug(slug)
+    assert slugs.is_slug(slug)
 
 
 @pytest.mark.parametrize(
@@ -34,4 +34,4 @@ def test_is_slug_accepts_host_name_labels(slug: str) -> None:
     ],
 )
 def test_is_slug_rejects_anything_else(slug: str) -> None:
-    assert not clubs.is_slug(slug)
+    assert not slugs.is_slug(slug)

@@ -6,18 +6,18 @@ import random
 
 import pytest
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from clubwire.services import demo
 from tests.factories import EPOCH
 
 NOT_ON_SALE = {"board-retreat", "spring-bonspiel", "fall-league-2025"}
 
 
-@pytest.mark.parametrize("kind", events.SUBSCRIBABLE)
+@pytest.mark.parametrize("kind", event_catalog.SUBSCRIBABLE)
 def test_demo_events_are_valid_and_about_the_demo_programs(kind: str) -> None:
     rng = random.Random(kind)
     for _ in range(50):
-        data = events.validate(kind, demo.event_data(kind, EPOCH, rng))
+        data = event_catalog.validate(kind, demo.event_data(kind, EPOCH, rng))
         program = getattr(data, "program", None)
         if program is not None:
             assert program.id not in NOT_ON_SALE

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 
 NOW = datetime(2026, 1, 13, 18, 30, 12, 345_678, tzinfo=UTC)
 WIRE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
@@ -24,7 +24,7 @@ Path = tuple[str | int, ...]
 
 def sampled(kind: str, seed: int = 7) -> dict[str, Any]:
     """A fresh sample of ``kind``, loosely typed for the tests to poke at."""
-    data: dict[str, Any] = copy.deepcopy(events.sample(kind, NOW, random.Random(seed)))
+    data: dict[str, Any] = copy.deepcopy(event_catalog.sample(kind, NOW, random.Random(seed)))
     return data
 
 
@@ -67,14 +67,14 @@ def shown(path: Path) -> str:
     return "data" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def invalid(kind: str, data: object) -> events.InvalidData:
-    with pytest.raises(events.InvalidData) as caught:
-        events.validate(kind, data)
+def invalid(kind: str, data: object) -> event_catalog.InvalidData:
+    with pytest.raises(event_catalog.InvalidData) as caught:
+        event_catalog.validate(kind, data)
     return caught.value
 
 
 def round_trip(kind: str, data: object) -> dict[str, Any]:
-    body = events.envelope("evt_1", kind, NOW, "org_1", events.validate(kind, data))
+    body = event_catalog.envelope("evt_1", kind, NOW, "org_1", event_catalog.validate(kind, data))
     parsed: dict[str, Any] = orjson.loads(body)
     return parsed
 
@@ -83,7 +83,7 @@ def round_trip(kind: str, data: object) -> dict[str, Any]:
 
 
 def test_the_kinds_are_those_of_the_spec_and_ping_cannot_be_subscribed_to() -> None:
-    assert events.KINDS == (
+    assert event_catalog.KINDS == (
         "registration.created",
         "payment.completed",
         "game.updated",
@@ -91,52 +91,54 @@ def test_the_kinds_are_those_of_the_spec_and_ping_cannot_be_subscribed_to() -> N
         "practice_ice.booked",
         "ping",
     )
-    assert "ping" not in events.SUBSCRIBABLE
-    assert events.KINDS[:-1] == events.SUBSCRIBABLE
+    assert "ping" not in event_catalog.SUBSCRIBABLE
+    assert event_catalog.KINDS[:-1] == event_catalog.SUBSCRIBABLE
 
 
-@pytest.mark.parametrize("call", [events.model_for, lambda k: events.validate(k, {})])
+@pytest.mark.parametrize("call", [event_catalog.model_for, lambda k: event_catalog.validate(k, {})])
 def test_an_unknown_kind_is_refused_naming_every_known_kind(call: Any) -> None:
-    with pytest.raises(events.UnknownKind) as caught:
+    with pytest.raises(event_catalog.UnknownKind) as caught:
         call("registration.deleted")
     message = str(caught.value)
     assert "'registration.deleted'" in message
-    assert all(kind in message for kind in events.KINDS)
+    assert all(kind in message for kind in event_catalog.KINDS)
     assert isinstance(caught.value, ValueError)
 
 
 def test_sample_of_an_unknown_kind_is_refused() -> None:
-    with pytest.raises(events.UnknownKind):
-        events.sample("payment.refunded", NOW)
+    with pytest.raises(event_catalog.UnknownKind):
+        event_catalog.sample("payment.refunded", NOW)
 
 
 # --------------------------------------------------------------------------- samples
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 @pytest.mark.parametrize("seed", range(25))
 def test_every_sample_validates_and_survives_the_envelope_unchanged(kind: str, seed: int) -> None:
     now = NOW + timedelta(hours=seed * 7, minutes=seed * 11)
-    model = events.validate(kind, events.sample(kind, now, random.Random(seed)))
-    parsed = orjson.loads(events.envelope("evt_1", kind, now, "org_1", model))
-    assert events.validate(kind, parsed["data"]) == model
+    model = event_catalog.validate(kind, event_catalog.sample(kind, now, random.Random(seed)))
+    parsed = orjson.loads(event_catalog.envelope("evt_1", kind, now, "org_1", model))
+    assert event_catalog.validate(kind, parsed["data"]) == model
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 def test_a_sample_is_json_ready_and_its_own_wire_form(kind: str) -> None:
-    data = events.sample(kind, NOW)
+    data = event_catalog.sample(kind, NOW)
     assert orjson.loads(orjson.dumps(data)) == data
     assert round_trip(kind, data)["data"] == data
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 def test_a_sample_without_rng_depends_on_now_only(kind: str) -> None:
-    assert events.sample(kind, NOW) == events.sample(kind, NOW)
+    assert event_catalog.sample(kind, NOW) == event_catalog.sample(kind, NOW)
 
 
-@pytest.mark.parametrize("kind", events.SUBSCRIBABLE)
+@pytest.mark.parametrize("kind", event_catalog.SUBSCRIBABLE)
 def test_samples_vary_so_a_demo_looks_alive(kind: str) -> None:
-    samples = {orjson.dumps(events.sample(kind, NOW, random.Random(seed))) for seed in range(20)}
+    samples = {
+        orjson.dumps(event_catalog.sample(kind, NOW, random.Random(seed))) for seed in range(20)
+    }
     assert len(samples) > 5
 
 
@@ -178,9 +180,11 @@ def test_a_payment_sample_pairs_its_method_with_a_plausible_source() -> None:
 # --------------------------------------------------------------------------- unknown fields
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 def test_an_extra_field_is_refused_at_every_level_naming_its_path(kind: str) -> None:
-    objects = [path for path, node in paths(events.sample(kind, NOW)) if isinstance(node, dict)]
+    objects = [
+        path for path, node in paths(event_catalog.sample(kind, NOW)) if isinstance(node, dict)
+    ]
     assert objects
     for path in objects:
         data = data_of(kind)
@@ -310,7 +314,7 @@ def test_a_bad_email_is_refused(email: str) -> None:
 
 @pytest.mark.parametrize("email", ["o'brien+curling@mail.example.ca", "jf.gagnon@example.com"])
 def test_an_ordinary_email_is_accepted(email: str) -> None:
-    events.validate("member.updated", data_of("member.updated", **{"member.email": email}))
+    event_catalog.validate("member.updated", data_of("member.updated", **{"member.email": email}))
 
 
 @pytest.mark.parametrize(
@@ -366,10 +370,10 @@ def test_payment_fields_are_checked(path: str, value: object) -> None:
     [(Decimal("42.50"), b'"amount":42.5,'), ("0.10", b'"amount":0.1,'), (367, b'"amount":367.0,')],
 )
 def test_amounts_are_written_as_json_numbers(amount: object, wire: bytes) -> None:
-    model = events.validate(
+    model = event_catalog.validate(
         "payment.completed", data_of("payment.completed", **{"payment.amount": amount})
     )
-    assert wire in events.envelope("evt_1", "payment.completed", NOW, "org_1", model)
+    assert wire in event_catalog.envelope("evt_1", "payment.completed", NOW, "org_1", model)
 
 
 def test_a_game_needs_two_sides_or_more() -> None:
@@ -377,7 +381,7 @@ def test_a_game_needs_two_sides_or_more() -> None:
     data["sides"] = data["sides"][:1]
     assert invalid("game.updated", data).path == "data.sides"
     data["sides"] = [*data_of("game.updated")["sides"], data_of("game.updated")["sides"][0]]
-    events.validate("game.updated", data)
+    event_catalog.validate("game.updated", data)
 
 
 @pytest.mark.parametrize("path", ["division", "round", "draw", "sides.0.score", "sides.1.result"])
@@ -397,7 +401,7 @@ def test_an_invoice_may_be_null() -> None:
     assert round_trip("registration.created", data)["data"]["invoice"] is None
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 def test_a_missing_field_is_named(kind: str) -> None:
     data = data_of(kind)
     first = next(iter(data))
@@ -424,8 +428,8 @@ def test_several_problems_are_counted_after_the_first() -> None:
 
 
 def test_the_envelope_is_exact_compact_json_in_field_order() -> None:
-    model = events.validate("ping", {"message": "Hello from the rink"})
-    body = events.envelope(
+    model = event_catalog.validate("ping", {"message": "Hello from the rink"})
+    body = event_catalog.envelope(
         "evt_2Rk8fV1nQ7xLm3Pz9WcT", "ping", NOW, "org_3kT9wQ2mZx7LpR4vN8cY", model
     )
     assert body == (
@@ -434,9 +438,9 @@ def test_the_envelope_is_exact_compact_json_in_field_order() -> None:
     )
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 def test_every_envelope_has_the_five_fields_and_wire_timestamps(kind: str) -> None:
-    parsed = round_trip(kind, events.sample(kind, NOW))
+    parsed = round_trip(kind, event_catalog.sample(kind, NOW))
     assert list(parsed) == ["id", "event", "createdAt", "organizationId", "data"]
     assert parsed["event"] == kind
     assert parsed["createdAt"] == "2026-01-13T18:30:12.345Z"
@@ -446,26 +450,26 @@ def test_every_envelope_has_the_five_fields_and_wire_timestamps(kind: str) -> No
 
 
 def test_the_event_id_is_read_back_from_the_envelope_bytes() -> None:
-    model = events.validate("ping", {"message": "Hello"})
-    assert events.id_of(events.envelope("evt_2Rk8fV1nQ7", "ping", NOW, "org_1", model)) == (
-        "evt_2Rk8fV1nQ7"
-    )
-    assert events.id_of(b'{"event":"ping"}') is None
-    assert events.id_of(b'{"id":"evt_cut') is None
+    model = event_catalog.validate("ping", {"message": "Hello"})
+    assert event_catalog.id_of(
+        event_catalog.envelope("evt_2Rk8fV1nQ7", "ping", NOW, "org_1", model)
+    ) == ("evt_2Rk8fV1nQ7")
+    assert event_catalog.id_of(b'{"event":"ping"}') is None
+    assert event_catalog.id_of(b'{"id":"evt_cut') is None
 
 
 def test_the_envelope_refuses_data_of_another_kind() -> None:
-    model = events.validate("ping", {"message": "hi"})
+    model = event_catalog.validate("ping", {"message": "hi"})
     with pytest.raises(TypeError, match="PaymentCompletedData"):
-        events.envelope("evt_1", "payment.completed", NOW, "org_1", model)
+        event_catalog.envelope("evt_1", "payment.completed", NOW, "org_1", model)
 
 
 def test_the_envelope_refuses_a_naive_time_and_an_unknown_kind() -> None:
-    model = events.validate("ping", {"message": "hi"})
+    model = event_catalog.validate("ping", {"message": "hi"})
     with pytest.raises(ValueError, match="timezone-aware"):
-        events.envelope("evt_1", "ping", datetime(2026, 1, 13), "org_1", model)
-    with pytest.raises(events.UnknownKind):
-        events.envelope("evt_1", "pong", NOW, "org_1", model)
+        event_catalog.envelope("evt_1", "ping", datetime(2026, 1, 13), "org_1", model)
+    with pytest.raises(event_catalog.UnknownKind):
+        event_catalog.envelope("evt_1", "pong", NOW, "org_1", model)
 
 
 # --------------------------------------------------------------------------- fuzzing
@@ -474,8 +478,8 @@ def test_the_envelope_refuses_a_naive_time_and_an_unknown_kind() -> None:
 def outcome(kind: str, data: object) -> str | None:
     """None when ``data`` is valid, else the ``InvalidData`` message; anything else propagates."""
     try:
-        events.validate(kind, data)
-    except events.InvalidData as error:
+        event_catalog.validate(kind, data)
+    except event_catalog.InvalidData as error:
         return str(error)
     return None
 
@@ -495,13 +499,13 @@ json_values: st.SearchStrategy[object] = st.recursive(
 )
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 @given(data=json_values)
 def test_validate_raises_only_invalid_data_for_arbitrary_json(kind: str, data: object) -> None:
     assert_one_line_or_valid(outcome(kind, data))
 
 
-@pytest.mark.parametrize("kind", events.KINDS)
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
 @given(choice=st.data(), value=json_values)
 def test_validate_raises_only_invalid_data_for_damaged_samples(
     kind: str, choice: st.DataObject, value: object

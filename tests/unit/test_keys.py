@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clubwire import ids
-from clubwire.domain import keys
+from clubwire.domain import key_format
 
 PREFIX = "AbCdEf0123"
 SECRET = "0123456789ABCDEFGHIJKLmnopqrstuv"
@@ -43,12 +43,12 @@ class FakeRandom:
 
 
 def test_the_example_key_has_the_documented_lengths() -> None:
-    assert len(PREFIX) == keys.PREFIX_LENGTH
-    assert len(SECRET) == keys.SECRET_LENGTH
+    assert len(PREFIX) == key_format.PREFIX_LENGTH
+    assert len(SECRET) == key_format.SECRET_LENGTH
 
 
 def test_parse_splits_a_valid_key_into_prefix_and_secret() -> None:
-    assert keys.parse(VALID) == keys.ParsedKey(prefix=PREFIX, secret=SECRET)
+    assert key_format.parse(VALID) == key_format.ParsedKey(prefix=PREFIX, secret=SECRET)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ def test_parse_splits_a_valid_key_into_prefix_and_secret() -> None:
     ids=["prefix-8", "prefix-12", "secret-64"],
 )
 def test_parse_accepts_the_boundary_lengths(prefix: str, secret: str) -> None:
-    assert keys.parse(f"cw_live_{prefix}_{secret}") == keys.ParsedKey(prefix, secret)
+    assert key_format.parse(f"cw_live_{prefix}_{secret}") == key_format.ParsedKey(prefix, secret)
 
 
 @pytest.mark.parametrize(
@@ -106,109 +106,115 @@ def test_parse_accepts_the_boundary_lengths(prefix: str, secret: str) -> None:
     ],
 )
 def test_parse_rejects_values_that_are_not_key_shaped(value: str) -> None:
-    assert keys.parse(value) is None
+    assert key_format.parse(value) is None
 
 
 def test_parse_rejects_very_long_values_quickly() -> None:
-    assert keys.parse(VALID + "a" * 1_000_000) is None
+    assert key_format.parse(VALID + "a" * 1_000_000) is None
 
 
 @given(any_text)
 def test_parse_never_raises_on_any_text(value: str) -> None:
-    result = keys.parse(value)
-    assert result is None or isinstance(result, keys.ParsedKey)
+    result = key_format.parse(value)
+    assert result is None or isinstance(result, key_format.ParsedKey)
 
 
-@given(st.text(min_size=keys.MAX_KEY_LENGTH - 20, max_size=2_000))
+@given(st.text(min_size=key_format.MAX_KEY_LENGTH - 20, max_size=2_000))
 def test_parse_never_raises_on_long_text(value: str) -> None:
-    result = keys.parse(value)
-    assert result is None or isinstance(result, keys.ParsedKey)
+    result = key_format.parse(value)
+    assert result is None or isinstance(result, key_format.ParsedKey)
 
 
 @given(any_text)
 def test_whatever_parse_accepts_is_exactly_tag_prefix_and_secret(value: str) -> None:
-    result = keys.parse(value)
+    result = key_format.parse(value)
     if result is not None:
-        assert value == f"{keys.TAG}{result.prefix}_{result.secret}"
+        assert value == f"{key_format.TAG}{result.prefix}_{result.secret}"
         assert result.prefix.isascii()
         assert result.secret.isascii()
 
 
 @given(st.text(min_size=1), base62_text)
 def test_parse_rejects_anything_in_front_of_a_valid_key(junk: str, tail: str) -> None:
-    assert keys.parse(junk + VALID + tail) is None
+    assert key_format.parse(junk + VALID + tail) is None
 
 
 @given(
-    st.text(alphabet=ids.BASE62, min_size=keys.PREFIX_LENGTH, max_size=keys.PREFIX_LENGTH),
-    st.text(alphabet=ids.BASE62, min_size=keys.SECRET_LENGTH, max_size=keys.SECRET_LENGTH),
+    st.text(
+        alphabet=ids.BASE62, min_size=key_format.PREFIX_LENGTH, max_size=key_format.PREFIX_LENGTH
+    ),
+    st.text(
+        alphabet=ids.BASE62, min_size=key_format.SECRET_LENGTH, max_size=key_format.SECRET_LENGTH
+    ),
 )
 def test_generated_key_parses_back_to_its_parts(prefix: str, secret: str) -> None:
-    new = keys.generate(FakeRandom(prefix, secret))
+    new = key_format.generate(FakeRandom(prefix, secret))
     assert new.value == f"cw_live_{prefix}_{secret}"
     assert new.prefix == prefix
-    assert keys.parse(new.value) == keys.ParsedKey(prefix=prefix, secret=secret)
-    assert keys.matches(secret, new.secret_hash)
+    assert key_format.parse(new.value) == key_format.ParsedKey(prefix=prefix, secret=secret)
+    assert key_format.matches(secret, new.secret_hash)
 
 
 def test_keys_generated_with_real_randomness_round_trip() -> None:
     for _ in range(200):
-        new = keys.generate(ids.random_base62)
-        parsed = keys.parse(new.value)
+        new = key_format.generate(ids.random_base62)
+        parsed = key_format.parse(new.value)
         assert parsed is not None
         assert parsed.prefix == new.prefix
-        assert keys.matches(parsed.secret, new.secret_hash)
+        assert key_format.matches(parsed.secret, new.secret_hash)
 
 
 def test_keys_generated_with_real_randomness_differ() -> None:
-    values = {keys.generate(ids.random_base62).value for _ in range(100)}
+    values = {key_format.generate(ids.random_base62).value for _ in range(100)}
     assert len(values) == 100
 
 
 def test_generate_draws_a_prefix_then_a_secret_of_the_documented_lengths() -> None:
     fake = FakeRandom(PREFIX, SECRET)
-    keys.generate(fake)
-    assert fake.lengths == [keys.PREFIX_LENGTH, keys.SECRET_LENGTH]
+    key_format.generate(fake)
+    assert fake.lengths == [key_format.PREFIX_LENGTH, key_format.SECRET_LENGTH]
 
 
 def test_generate_uses_only_the_injected_randomness() -> None:
-    first = keys.generate(FakeRandom(PREFIX, SECRET))
-    second = keys.generate(FakeRandom(PREFIX, SECRET))
+    first = key_format.generate(FakeRandom(PREFIX, SECRET))
+    second = key_format.generate(FakeRandom(PREFIX, SECRET))
     assert first == second
     assert first.value == VALID
 
 
 @given(
     st.data(),
-    st.text(alphabet=ids.BASE62, min_size=keys.SECRET_LENGTH, max_size=keys.SECRET_LENGTH),
+    st.text(
+        alphabet=ids.BASE62, min_size=key_format.SECRET_LENGTH, max_size=key_format.SECRET_LENGTH
+    ),
 )
 def test_a_secret_with_one_character_changed_does_not_match(
     data: st.DataObject, secret: str
 ) -> None:
-    new = keys.generate(FakeRandom(PREFIX, secret))
+    new = key_format.generate(FakeRandom(PREFIX, secret))
     index = data.draw(st.integers(min_value=0, max_value=len(secret) - 1))
     other = data.draw(st.sampled_from(ids.BASE62).filter(lambda c: c != secret[index]))
     tampered = secret[:index] + other + secret[index + 1 :]
-    assert not keys.matches(tampered, new.secret_hash)
-    assert keys.parse(f"cw_live_{PREFIX}_{tampered}") is not None
+    assert not key_format.matches(tampered, new.secret_hash)
+    assert key_format.parse(f"cw_live_{PREFIX}_{tampered}") is not None
 
 
 def test_the_secret_does_not_match_another_keys_hash() -> None:
-    other = keys.generate(FakeRandom("Z" * 10, "z" * 32))
-    assert not keys.matches(SECRET, other.secret_hash)
+    other = key_format.generate(FakeRandom("Z" * 10, "z" * 32))
+    assert not key_format.matches(SECRET, other.secret_hash)
 
 
 def test_the_stored_hash_is_64_hex_characters_and_not_the_secret() -> None:
-    new = keys.generate(FakeRandom(PREFIX, SECRET))
+    new = key_format.generate(FakeRandom(PREFIX, SECRET))
     assert re.fullmatch(r"[0-9a-f]{64}", new.secret_hash)
     assert SECRET not in new.secret_hash
     assert SECRET not in new.secret_hash.upper()
 
 
 def test_the_stored_hash_covers_only_the_secret_not_the_prefix() -> None:
-    one = keys.generate(FakeRandom("a" * 10, SECRET))
-    two = keys.generate(FakeRandom("b" * 10, SECRET))
-    assert one.secret_hash == two.secret_hash == keys.hash_secret(SECRET)
+    one = key_format.generate(FakeRandom("a" * 10, SECRET))
+    two = key_format.generate(FakeRandom("b" * 10, SECRET))
+    assert one.secret_hash == two.secret_hash == key_format.hash_secret(SECRET)
 
 
 @pytest.mark.parametrize(
@@ -224,7 +230,7 @@ def test_the_stored_hash_covers_only_the_secret_not_the_prefix() -> None:
     ],
 )
 def test_bearer_token_reads_the_token_whatever_the_scheme_case(header: str, token: str) -> None:
-    assert keys.bearer_token(header) == token
+    assert key_format.bearer_token(header) == token
 
 
 @pytest.mark.parametrize(
@@ -245,12 +251,12 @@ def test_bearer_token_reads_the_token_whatever_the_scheme_case(header: str, toke
     ],
 )
 def test_bearer_token_is_none_without_a_bearer_token(header: str | None) -> None:
-    assert keys.bearer_token(header) is None
+    assert key_format.bearer_token(header) is None
 
 
 @given(any_text)
 def test_bearer_token_never_raises_and_returns_a_trimmed_token(header: str) -> None:
-    token = keys.bearer_token(header)
+    token = key_format.bearer_token(header)
     if token is not None:
         assert token
         assert token == token.strip()
@@ -262,4 +268,4 @@ def test_bearer_token_never_raises_and_returns_a_trimmed_token(header: str) -> N
     st.text(alphabet=ids.BASE62 + "-._~+/=", min_size=1),
 )
 def test_bearer_token_returns_any_token_after_the_scheme(scheme: str, token: str) -> None:
-    assert keys.bearer_token(f"{scheme} {token}") == token
+    assert key_format.bearer_token(f"{scheme} {token}") == token

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from clubwire.domain import deliveries, text
-from clubwire.domain.deliveries import Outcome, Status, Trigger
+from clubwire.domain import delivery_rules, text
+from clubwire.domain.delivery_rules import Outcome, Status, Trigger
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import records
 from clubwire.storage import tables
@@ -35,8 +35,8 @@ SCHEDULE = RetrySchedule((60, 300))
 def test_the_outcome_follows_the_verdict(
     status: Status, trigger: Trigger, attempts_made: int, ok: bool, expected: Outcome
 ) -> None:
-    verdict = deliveries.judge(status, trigger, attempts_made, ok, EPOCH, SCHEDULE, 0.5)
-    assert deliveries.outcome(verdict, ok) is expected
+    verdict = delivery_rules.judge(status, trigger, attempts_made, ok, EPOCH, SCHEDULE, 0.5)
+    assert delivery_rules.outcome(verdict, ok) is expected
 
 
 # -- the texts of an outcome, safe where they enter (worker.client) ----------------------

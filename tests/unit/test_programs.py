@@ -11,7 +11,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from clubwire.domain.programs import ProgramData, ProgramStatus, ProgramType, listing_body
+from clubwire.domain.program_wire import ProgramData, ProgramStatus, ProgramType, listing_body
 
 WIRE_FIELDS = [
     "id",

@@ -17,7 +17,7 @@ from clubwire.cli.base import (
     settings,
     transaction,
 )
-from clubwire.domain import programs, timestamps
+from clubwire.domain import program_wire, timestamps
 from clubwire.services import clubs
 from clubwire.services import programs as program_service
 
@@ -105,7 +105,7 @@ def program_import(slug: str, file: str, as_json: bool) -> None:
         )
 
 
-def _read_programs(raw: bytes, name: str) -> list[programs.ProgramRecord]:
+def _read_programs(raw: bytes, name: str) -> list[program_wire.ProgramRecord]:
     items = read_json(raw, name)
     if not isinstance(items, list):
         raise errors.InvalidInput(f"{name} must hold a JSON array of programs.")
@@ -125,9 +125,9 @@ def read_json(raw: bytes, name: str) -> object:
         raise errors.InvalidInput(f"{name} is not JSON: {exc}") from None
 
 
-def _program_record(item: object, index: int, name: str) -> programs.ProgramRecord:
+def _program_record(item: object, index: int, name: str) -> program_wire.ProgramRecord:
     try:
-        return programs.ProgramRecord.model_validate(item)
+        return program_wire.ProgramRecord.model_validate(item)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "item"

@@ -15,7 +15,7 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import timestamps
-from clubwire.domain.deliveries import Status
+from clubwire.domain.delivery_rules import Status
 from clubwire.services import clubs
 from clubwire.services import deliveries as delivery_service
 

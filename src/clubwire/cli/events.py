@@ -14,7 +14,7 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.cli.clubs import read_json
-from clubwire.domain import events, timestamps
+from clubwire.domain import event_catalog, timestamps
 from clubwire.services import clubs
 from clubwire.services import events as event_service
 
@@ -26,7 +26,7 @@ def event() -> None:
 
 @event.command("publish")
 @click.argument("slug")
-@click.argument("kind", type=click.Choice(events.SUBSCRIBABLE))
+@click.argument("kind", type=click.Choice(event_catalog.SUBSCRIBABLE))
 @click.option(
     "--data",
     "data_file",
@@ -48,19 +48,19 @@ def event_publish(
 
 
 @event.command("sample")
-@click.argument("kind", type=click.Choice(events.KINDS))
+@click.argument("kind", type=click.Choice(event_catalog.KINDS))
 def event_sample(kind: str) -> None:
     """Print a valid, realistic data object for KIND."""
-    print_json(events.sample(kind, timestamps.utc_now()))
+    print_json(event_catalog.sample(kind, timestamps.utc_now()))
 
 
-@cli.command(epilog=f"KIND is one of: {', '.join(events.SUBSCRIBABLE)}.")
+@cli.command(epilog=f"KIND is one of: {', '.join(event_catalog.SUBSCRIBABLE)}.")
 @click.argument("slug")
-@click.argument("kind", metavar="KIND", type=click.Choice(events.SUBSCRIBABLE))
+@click.argument("kind", metavar="KIND", type=click.Choice(event_catalog.SUBSCRIBABLE))
 @JSON_OPTION
 def trigger(slug: str, kind: str, as_json: bool) -> None:
     """Publish a realistic sample event of KIND for the club; prints its id."""
-    _publish(slug, kind, events.sample(kind, timestamps.utc_now()), as_json)
+    _publish(slug, kind, event_catalog.sample(kind, timestamps.utc_now()), as_json)
 
 
 def _publish(

@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, Field, create_model
 from pydantic.json_schema import models_json_schema
 
-from clubwire.domain import events, payloads
+from clubwire.domain import event_catalog, payloads
 
 SCHEMA_REF_TEMPLATE = "#/components/schemas/{model}"
 _EXAMPLE_MOMENT = datetime.fromisoformat("2026-01-13T18:30:00+00:00")
@@ -52,7 +52,7 @@ def _envelope_model(kind: str) -> type[BaseModel]:
             str,
             Field(pattern=r"^org_[0-9A-Za-z]+$", description="The club's identifier."),
         ),
-        data=(events.model_for(kind), Field(description="The event payload.")),
+        data=(event_catalog.model_for(kind), Field(description="The event payload.")),
     )
 
 
@@ -60,14 +60,18 @@ def json_schemas() -> dict[str, dict[str, object]]:
     """One self-contained JSON Schema per kind, of the whole envelope (local ``$defs``)."""
     return {
         kind: _envelope_model(kind).model_json_schema(by_alias=True, mode="serialization")
-        for kind in events.KINDS
+        for kind in event_catalog.KINDS
     }
 
 
 def example(kind: str) -> dict[str, object]:
     """The envelope of a fixed sample of ``kind``, as a receiver parses it."""
-    data = events.validate(kind, events.sample(kind, _EXAMPLE_MOMENT, random.Random(0)))
-    body = events.envelope(_EXAMPLE_EVENT_ID, kind, _EXAMPLE_MOMENT, _EXAMPLE_ORGANIZATION_ID, data)
+    data = event_catalog.validate(
+        kind, event_catalog.sample(kind, _EXAMPLE_MOMENT, random.Random(0))
+    )
+    body = event_catalog.envelope(
+        _EXAMPLE_EVENT_ID, kind, _EXAMPLE_MOMENT, _EXAMPLE_ORGANIZATION_ID, data
+    )
     parsed: dict[str, object] = orjson.loads(body)
     return parsed
 
@@ -104,7 +108,7 @@ def _headers(kind: str) -> list[dict[str, object]]:
 
 
 def _webhook(kind: str, schema_ref: dict[str, Any]) -> dict[str, object]:
-    entry = events.entry(kind)
+    entry = event_catalog.entry(kind)
     return {
         "post": {
             "summary": entry.summary,
@@ -128,7 +132,7 @@ def openapi_webhooks() -> tuple[dict[str, object], dict[str, object]]:
     Each webhook's request body is a ``$ref`` into ``#/components/schemas``; merge the second
     value into ``components.schemas``.
     """
-    models = {kind: _envelope_model(kind) for kind in events.KINDS}
+    models = {kind: _envelope_model(kind) for kind in event_catalog.KINDS}
     refs, top = models_json_schema(
         [(model, "serialization") for model in models.values()],
         by_alias=True,

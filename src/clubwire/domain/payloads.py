@@ -37,7 +37,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from clubwire.domain import text, timestamps
-from clubwire.domain.programs import EARLIEST, LATEST, PLAUSIBLE_YEAR, ProgramType
+from clubwire.domain.program_wire import EARLIEST, LATEST, PLAUSIBLE_YEAR, ProgramType
 
 # --------------------------------------------------------------------------- value types
 

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import get_args
 
 from clubwire.domain import payloads, timestamps
-from clubwire.domain.programs import ProgramType
+from clubwire.domain.program_wire import ProgramType
 
 _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _TAX = Decimal("1.13")  # Ontario HST

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
-from clubwire.domain import keys, scopes
+from clubwire.domain import key_format, scopes
 from clubwire.services import keys as key_service
 from clubwire.services import programs
 from clubwire.storage import fastpath
@@ -53,14 +53,14 @@ class ApiAccess:
         self, slug: str, authorization: str | None, scope: str, query: bytes = b""
     ) -> Caller:
         """The caller behind ``authorization`` at this club, holding ``scope``; else raises."""
-        token = keys.bearer_token(authorization)
+        token = key_format.bearer_token(authorization)
         if token is None:
             raise errors.MissingCredentials(KEY_IN_URL if _KEY_TAG in query else None)
-        parsed = keys.parse(token)
+        parsed = key_format.parse(token)
         if parsed is None:
             raise errors.Unauthenticated(_MALFORMED)
         row = await self._reader.key_row(slug, parsed.prefix)
-        if row is None or not keys.matches(parsed.secret, row.secret_hash):
+        if row is None or not key_format.matches(parsed.secret, row.secret_hash):
             raise errors.Unauthenticated(_UNKNOWN)
         if row.revoked:
             raise errors.Unauthenticated("This API key has been revoked.")
@@ -99,7 +99,7 @@ class ApiAccess:
             key_service.note_use(session, key_id, now)
 
 
-_KEY_TAG = keys.TAG.encode()
+_KEY_TAG = key_format.TAG.encode()
 _MALFORMED = (
     "The Authorization header does not hold a clubwire API key (cw_live_<prefix>_<secret>)."
 )

@@ -33,8 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import events
-from clubwire.domain.deliveries import Status, Trigger
+from clubwire.domain import event_catalog
+from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services import events as event_service
 from clubwire.storage import tables
@@ -236,8 +236,10 @@ def create_test_job(
     if not club.webhooks_enabled:
         raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
     endpoint = endpoint_service.get_endpoint(session, club.id, endpoint_id)
-    payload = events.validate(events.PING, events.sample(events.PING, now))
-    event = event_service.record_event(session, club, events.PING, payload, now)
+    payload = event_catalog.validate(
+        event_catalog.PING, event_catalog.sample(event_catalog.PING, now)
+    )
+    event = event_service.record_event(session, club, event_catalog.PING, payload, now)
     delivery = Delivery(
         id=ids.new_id("dlv"),
         club_id=club.id,

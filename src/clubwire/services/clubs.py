@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import clubs, timestamps
+from clubwire.domain import slugs, timestamps
 from clubwire.services import endpoints
 from clubwire.storage.models import Club, Delivery
 
@@ -78,8 +78,8 @@ def set_webhooks_module(session: Session, slug: str, enabled: bool, now: datetim
 
 
 def _check_slug(slug: str) -> None:
-    if not clubs.is_slug(slug):
-        raise errors.InvalidInput(f"{slug!r} is not a valid club slug: use {clubs.SLUG_RULE}.")
+    if not slugs.is_slug(slug):
+        raise errors.InvalidInput(f"{slug!r} is not a valid club slug: use {slugs.SLUG_RULE}.")
 
 
 def describe(club: Club, base_url: str) -> dict[str, object]:

@@ -9,9 +9,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
 from clubwire import errors
-from clubwire.domain import deliveries as rules
-from clubwire.domain import timestamps
-from clubwire.domain.deliveries import Status, Trigger
+from clubwire.domain import delivery_rules, timestamps
+from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
 DEFAULT_LIMIT = 50
@@ -81,7 +80,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
         raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
     if not endpoint.enabled:
         raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
-    if not rules.retryable(delivery.event.kind):
+    if not delivery_rules.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
     delivery.next_attempt_at = now
     delivery.next_trigger = Trigger.MANUAL

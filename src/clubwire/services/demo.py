@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from clubwire.domain import events, programs, scopes
+from clubwire.domain import event_catalog, program_wire, scopes
 from clubwire.services import clubs, endpoints, keys, users
 from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
@@ -25,16 +25,16 @@ KEY_NAME = "Demo key"
 RECEIVER_PATH = "/demo-receiver"  # marks the demo's endpoint among the club's
 _TAX = Decimal("1.13")  # Ontario HST, as in the catalog's samples
 
-P = programs.ProgramType
-S = programs.ProgramStatus
+P = program_wire.ProgramType
+S = program_wire.ProgramStatus
 
 
 @dataclass(frozen=True)
 class _Entry:
     id: str
     name: str
-    type: programs.ProgramType
-    status: programs.ProgramStatus
+    type: program_wire.ProgramType
+    status: program_wire.ProgramStatus
     starts_in_days: int
     lasts_days: int
     hour: float
@@ -255,9 +255,9 @@ def seed(session: Session, now: datetime) -> Seeded:
     return Seeded(slug=SLUG, key=value, program_count=len(_PROGRAMS))
 
 
-def _record(entry: _Entry, season: datetime) -> programs.ProgramRecord:
+def _record(entry: _Entry, season: datetime) -> program_wire.ProgramRecord:
     start = season + timedelta(days=entry.starts_in_days, hours=entry.hour)
-    return programs.ProgramRecord(
+    return program_wire.ProgramRecord(
         id=entry.id,
         name=entry.name,
         description=entry.text,
@@ -314,7 +314,7 @@ def seed_endpoint(session: Session, now: datetime, settings: Settings, url: str)
     )
     if found is None:
         _, secret = endpoints.create_endpoint(
-            session, club, url, events.SUBSCRIBABLE, now, settings
+            session, club, url, event_catalog.SUBSCRIBABLE, now, settings
         )
         return secret
     endpoints.update_endpoint(session, club.id, found.id, now, settings, url=url)
@@ -323,7 +323,7 @@ def seed_endpoint(session: Session, now: datetime, settings: Settings, url: str)
 
 def publish_random(session: Session, now: datetime, rng: random.Random) -> Event:
     """Publish an event of a random kind about the demo club, the way the platform does."""
-    kind = rng.choice(events.SUBSCRIBABLE)
+    kind = rng.choice(event_catalog.SUBSCRIBABLE)
     club = clubs.get_club(session, SLUG)
     event, _ = event_service.publish(session, club, kind, event_data(kind, now, rng), now)
     return event
@@ -331,7 +331,7 @@ def publish_random(session: Session, now: datetime, rng: random.Random) -> Event
 
 def event_data(kind: str, now: datetime, rng: random.Random) -> dict[str, object]:
     """The catalog's sample of ``kind``, made about one of the demo club's programs on sale."""
-    data = events.sample(kind, now, rng)
+    data = event_catalog.sample(kind, now, rng)
     entry = rng.choice(_COMPETITIONS if kind == "game.updated" else _ON_SALE)
     if "program" in data:
         data["program"] = {"id": entry.id, "name": entry.name, "type": entry.type.value}

@@ -11,8 +11,8 @@ from sqlalchemy import CursorResult, Executable, func, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import addresses, events, timestamps, webhook_secrets
-from clubwire.domain.deliveries import Status
+from clubwire.domain import addresses, event_catalog, timestamps, webhook_secrets
+from clubwire.domain.delivery_rules import Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
@@ -184,16 +184,15 @@ def subscribable(kinds: Iterable[str]) -> tuple[str, ...]:
     chosen = set(kinds)
     if "ping" in chosen:
         raise errors.InvalidInput("ping cannot be subscribed to: it is sent only by Send test.")
-    unknown = sorted(chosen.difference(events.SUBSCRIBABLE))
+    unknown = sorted(chosen.difference(event_catalog.SUBSCRIBABLE))
     if unknown:
-        raise errors.InvalidInput(
-            f"Unknown event {', '.join(unknown)}: choose from {', '.join(events.SUBSCRIBABLE)}."
-        )
+        known = ", ".join(event_catalog.SUBSCRIBABLE)
+        raise errors.InvalidInput(f"Unknown event {', '.join(unknown)}: choose from {known}.")
     if not chosen:
         raise errors.InvalidInput(
-            f"Subscribe to at least one event: {', '.join(events.SUBSCRIBABLE)}."
+            f"Subscribe to at least one event: {', '.join(event_catalog.SUBSCRIBABLE)}."
         )
-    return tuple(kind for kind in events.SUBSCRIBABLE if kind in chosen)
+    return tuple(kind for kind in event_catalog.SUBSCRIBABLE if kind in chosen)
 
 
 def check_url(url: str, settings: Settings, resolve: Resolve | None = None) -> str:

@@ -11,8 +11,8 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import events
-from clubwire.domain.deliveries import Status
+from clubwire.domain import event_catalog
+from clubwire.domain.delivery_rules import Status
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
 
 NOTIFY_CHANNEL = "clubwire_deliveries"
@@ -62,7 +62,7 @@ def record_event(
         id=event_id,
         club_id=club.id,
         kind=kind,
-        body=events.envelope(event_id, kind, now, club.id, payload),
+        body=event_catalog.envelope(event_id, kind, now, club.id, payload),
         created_at=now,
         idempotency_key=idempotency_key,
     )
@@ -107,8 +107,8 @@ def wake_workers(session: Session) -> None:
 
 def _validated(kind: str, data: object) -> BaseModel:
     try:
-        return events.validate(kind, data)
-    except (events.UnknownKind, events.InvalidData) as exc:
+        return event_catalog.validate(kind, data)
+    except (event_catalog.UnknownKind, event_catalog.InvalidData) as exc:
         raise errors.InvalidInput(str(exc)) from None
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import keys, scopes, timestamps
+from clubwire.domain import key_format, scopes, timestamps
 from clubwire.storage.models import ApiKey, Club
 
 MAX_NAME_LENGTH = 100
@@ -27,7 +27,7 @@ def create_key(
     name = name.strip()
     if len(name) > MAX_NAME_LENGTH:
         raise errors.InvalidInput(f"A key name has at most {MAX_NAME_LENGTH} characters.")
-    new = keys.generate(ids.random_base62)
+    new = key_format.generate(ids.random_base62)
     key = ApiKey(
         id=ids.new_id("key"),
         club_id=club.id,

@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from clubwire.domain import programs
+from clubwire.domain import program_wire
 from clubwire.storage.models import Club, Program
 
 
@@ -21,7 +21,7 @@ class Outcome(StrEnum):
 
 
 def put_program(
-    session: Session, club: Club, program_id: str, data: programs.ProgramData, now: datetime
+    session: Session, club: Club, program_id: str, data: program_wire.ProgramData, now: datetime
 ) -> tuple[Program, Outcome]:
     """Create or replace one program.
 
@@ -55,7 +55,7 @@ def delete_program(session: Session, club: Club, program_id: str) -> bool:
 
 
 def import_programs(
-    session: Session, club: Club, records: Iterable[programs.ProgramRecord], now: datetime
+    session: Session, club: Club, records: Iterable[program_wire.ProgramRecord], now: datetime
 ) -> Counter[Outcome]:
     """Upsert every record; returns how many were created, updated and left unchanged."""
     return Counter(put_program(session, club, record.id, record, now)[1] for record in records)
@@ -66,14 +66,14 @@ def public_listing(session: Session, club_id: str) -> bytes:
     rows = session.scalars(
         select(Program).where(
             Program.club_id == club_id,
-            Program.status == programs.ProgramStatus.ACTIVE,
+            Program.status == program_wire.ProgramStatus.ACTIVE,
             Program.private.is_(False),
         )
     )
-    return programs.listing_body(rows)
+    return program_wire.listing_body(rows)
 
 
-def _fields(data: programs.ProgramData) -> dict[str, object]:
+def _fields(data: program_wire.ProgramData) -> dict[str, object]:
     fields: dict[str, object] = {
         "name": data.name,
         "description": data.description,

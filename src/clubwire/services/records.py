@@ -18,8 +18,8 @@ import orjson
 from sqlalchemy import Boolean, Dialect, Integer, bindparam, case, exc, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import deliveries as rules
-from clubwire.domain.deliveries import Trigger
+from clubwire.domain import delivery_rules
+from clubwire.domain.delivery_rules import Trigger
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims
 from clubwire.services import endpoints as endpoint_service
@@ -158,12 +158,14 @@ def _spoiled_by_a_row(error: Exception) -> bool:
     return not (isinstance(error, exc.DBAPIError) and error.connection_invalidated)
 
 
-def _judged(result: Result, schedule: RetrySchedule, now: datetime) -> rules.Verdict:
+def _judged(result: Result, schedule: RetrySchedule, now: datetime) -> delivery_rules.Verdict:
     """Where the attempt moves its delivery; a retry due at a random point of its step's
     spread, so that one endpoint's retries do not come due together."""
     job = result.job
     attempt = job.attempts_made + 1
-    return rules.judge(job.status, job.trigger, attempt, result.ok, now, schedule, random.random())
+    return delivery_rules.judge(
+        job.status, job.trigger, attempt, result.ok, now, schedule, random.random()
+    )
 
 
 def _document(rows: list[dict[str, object]]) -> str:
@@ -192,7 +194,9 @@ def _attempt_row(result: Result, stored: _Stored) -> dict[str, object]:
     }
 
 
-def _move_row(result: Result, verdict: rules.Verdict, stored: _Stored) -> dict[str, object]:
+def _move_row(
+    result: Result, verdict: delivery_rules.Verdict, stored: _Stored
+) -> dict[str, object]:
     """A delivery's next state, guarded by the lease its attempt was made under."""
     return {
         "id": result.job.delivery_id,
@@ -288,7 +292,10 @@ _TOUCH = (
 
 
 def _update_endpoints(
-    session: Session, results: Sequence[Result], verdicts: Sequence[rules.Verdict], now: datetime
+    session: Session,
+    results: Sequence[Result],
+    verdicts: Sequence[delivery_rules.Verdict],
+    now: datetime,
 ) -> None:
     """Last delivery and dead in a row (+1 per delivery that died, back to 0 on a success),
     one statement for the batch; endpoints in id order, so workers never deadlock."""
@@ -322,11 +329,11 @@ def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) ->
         .where(
             Endpoint.id.in_(endpoint_ids),
             Endpoint.enabled.is_(True),
-            Endpoint.dead_in_a_row >= rules.DEAD_IN_A_ROW_LIMIT,
+            Endpoint.dead_in_a_row >= delivery_rules.DEAD_IN_A_ROW_LIMIT,
         )
         .values(
             enabled=False,
-            disabled_reason=rules.SWITCHED_OFF_REASON,
+            disabled_reason=delivery_rules.SWITCHED_OFF_REASON,
             disabled_at=now,
             updated_at=now,
         )

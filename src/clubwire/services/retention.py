@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.deliveries import Status
+from clubwire.domain.delivery_rules import Status
 from clubwire.storage import tables
 
 BATCH = 1000

@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
-from clubwire.domain import clubs as club_rules
-from clubwire.domain import keys, programs, text
+from clubwire.domain import key_format, program_wire, slugs, text
 from clubwire.services import clubs
 from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
@@ -25,7 +24,7 @@ from clubwire.settings import Settings
 from clubwire.storage import models
 from clubwire.web import openapi, problems
 
-Slug = Annotated[str, Path(pattern=club_rules.SLUG_PATTERN, examples=["granite-curling-club"])]
+Slug = Annotated[str, Path(pattern=slugs.SLUG_PATTERN, examples=["granite-curling-club"])]
 ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
 
 
@@ -72,12 +71,12 @@ class ClubOut(_Out):
         return cls.model_validate(clubs.describe(club, settings.club_base_url(club.slug)))
 
 
-class ProgramOut(programs.Program):
+class ProgramOut(program_wire.Program):
     private: bool
 
     @classmethod
     def of(cls, program: models.Program) -> ProgramOut:
-        return cls.model_validate({**programs.to_wire(program), "private": program.private})
+        return cls.model_validate({**program_wire.to_wire(program), "private": program.private})
 
 
 def router(settings: Settings) -> APIRouter:
@@ -119,7 +118,7 @@ def router(settings: Settings) -> APIRouter:
     def put_program(
         slug: Slug,
         program_id: ProgramIdPath,
-        body: programs.ProgramData,
+        body: program_wire.ProgramData,
         request: Request,
         response: Response,
     ) -> ProgramOut:
@@ -217,7 +216,7 @@ def _platform_guard(settings: Settings) -> Callable[[Request], None]:
             raise errors.Forbidden(
                 "The internal API is off: set CLUBWIRE_PLATFORM_TOKEN to turn it on."
             )
-        presented = keys.bearer_token(request.headers.get("authorization"))
+        presented = key_format.bearer_token(request.headers.get("authorization"))
         if presented is None:
             raise errors.MissingCredentials(
                 "Send the platform token: Authorization: Bearer <CLUBWIRE_PLATFORM_TOKEN>."

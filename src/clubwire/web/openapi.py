@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import ConfigDict, Field, TypeAdapter, create_model
 
-from clubwire.domain import event_schemas, events
+from clubwire.domain import event_catalog, event_schemas
 from clubwire.settings import Settings
 from clubwire.web import problems
 
@@ -133,12 +133,12 @@ def _publish_schemas(existing: dict[str, Any]) -> dict[str, Any]:
 def _publish_body() -> TypeAdapter[Any]:
     alternatives = tuple(
         create_model(
-            "Publish" + events.model_for(kind).__name__.removesuffix("Data"),
+            "Publish" + event_catalog.model_for(kind).__name__.removesuffix("Data"),
             __config__=ConfigDict(extra="forbid"),
             event=(cast(Any, Literal)[kind], Field(description="The event kind.")),
-            data=(events.model_for(kind), Field(description="The event payload.")),
+            data=(event_catalog.model_for(kind), Field(description="The event payload.")),
         )
-        for kind in events.SUBSCRIBABLE
+        for kind in event_catalog.SUBSCRIBABLE
     )
     union: Any = Annotated[cast(Any, Union)[alternatives], Field(discriminator="event")]
     return TypeAdapter(union)

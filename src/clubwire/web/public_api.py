@@ -13,14 +13,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from clubwire import errors
-from clubwire.domain import keys, programs, scopes
+from clubwire.domain import key_format, program_wire, scopes
 from clubwire.services.api_access import ApiAccess
 from clubwire.settings import Settings
 from clubwire.web import openapi, problems, telemetry
 
 PROGRAMS_PATH = "/api/v1/programs"
 DOCUMENT_PATH = "/api/v1/openapi.json"
-PROGRAMS_EXAMPLE = {"data": programs.Program.model_config["json_schema_extra"]["examples"]}  # type: ignore[index]
+PROGRAMS_EXAMPLE = {"data": program_wire.Program.model_config["json_schema_extra"]["examples"]}  # type: ignore[index]
 
 
 async def list_programs(request: Request) -> Response:
@@ -42,8 +42,8 @@ async def list_programs(request: Request) -> Response:
 
 def _presented_prefix(authorization: str | None) -> str | None:
     """The public prefix of a refused key, for the request's log line (if it is key-shaped)."""
-    token = keys.bearer_token(authorization)
-    parsed = keys.parse(token) if token is not None else None
+    token = key_format.bearer_token(authorization)
+    parsed = key_format.parse(token) if token is not None else None
     return parsed.prefix if parsed is not None else None
 
 
@@ -85,7 +85,7 @@ def describe() -> FastAPI:
         responses={
             200: {
                 "description": "The programs",
-                "model": programs.ProgramList,
+                "model": program_wire.ProgramList,
                 "content": {"application/json": {"example": PROGRAMS_EXAMPLE}},
             },
             **problems.documented(401, 403, 503),

@@ -8,7 +8,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from clubwire.domain import deliveries, events, scopes, timestamps
+from clubwire.domain import delivery_rules, event_catalog, scopes, timestamps
 
 
 def human_time(moment: datetime) -> str:
@@ -30,9 +30,9 @@ def environment() -> jinja2.Environment:
     env.filters["human"] = human_time
     env.globals.update(
         SCOPES=scopes.ALL,
-        EVENTS=events.SUBSCRIBABLE,
-        DEAD_LIMIT=deliveries.DEAD_IN_A_ROW_LIMIT,
-        retryable=deliveries.retryable,
+        EVENTS=event_catalog.SUBSCRIBABLE,
+        DEAD_LIMIT=delivery_rules.DEAD_IN_A_ROW_LIMIT,
+        retryable=delivery_rules.retryable,
     )
     return env
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from clubwire import logs, signing
-from clubwire.domain import deliveries, events
+from clubwire.domain import delivery_rules, event_catalog
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.claims import Job
@@ -71,10 +71,10 @@ class Attempter:
         job = result.job
         attempt, now = job.attempts_made + 1, self._clock()
         # The outcome does not depend on when a retry comes due: no need to draw its spread.
-        verdict = deliveries.judge(
+        verdict = delivery_rules.judge(
             job.status, job.trigger, attempt, result.ok, now, self._schedule, 0
         )
-        outcome = deliveries.outcome(verdict, result.ok)
+        outcome = delivery_rules.outcome(verdict, result.ok)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
         if not logs.enabled():
             return
@@ -82,7 +82,7 @@ class Attempter:
             "attempt",
             {
                 "delivery_id": job.delivery_id,
-                "event_id": events.id_of(job.body),
+                "event_id": event_catalog.id_of(job.body),
                 "endpoint_id": job.endpoint_id,
                 "club_id": job.club_id,
                 "trigger": job.trigger,

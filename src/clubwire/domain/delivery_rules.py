@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from clubwire.domain import events
+from clubwire.domain import event_catalog
 from clubwire.domain.retry import RetrySchedule
 
 DEAD_IN_A_ROW_LIMIT = 5
@@ -86,4 +86,4 @@ def outcome(verdict: Verdict, ok: bool) -> Outcome:
 
 def retryable(kind: str) -> bool:
     """Retry applies to a delivery of any kind but a Send test's ``ping`` (send a new test)."""
-    return kind != events.PING
+    return kind != event_catalog.PING
