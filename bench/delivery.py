@@ -27,6 +27,20 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   out after 2 s here (``CLUBWIRE_ATTEMPT_TIMEOUT``), so the silent endpoint's attempts fail,
   are recorded and make room for the next ones within the run.
 
+- **a dead endpoint's backlog** (``--backlog N``): after the rounds, one endpoint of another
+  club, at a port nobody listens on, gets N deliveries due in two hours (pending, attempt 1,
+  inserted in one SQL statement), and the throughput run goes again ``--rounds`` times; the
+  line ``backlog <N> change <±x.x> %`` compares the healthy endpoints' best deliveries/s with
+  the best without it. Those deliveries never come due within the run, so any change is what
+  the worker pays to find due work past them (issue 12: finding due work should cost the same
+  at any backlog; target within 5 %). The runs with it come after those without, not in
+  alternation: loading a million rows takes seconds to a minute;
+- **several workers** (``--workers N``, PostgreSQL only): after the rounds, N ``clubwire
+  worker`` processes drain the same published backlog together, ``--rounds`` times; the line
+  ``workers <N> change <±x.x> % duplicates <n>`` compares their best deliveries/s with one
+  worker's and counts the deliveries that reached the receiver more than once (target: not
+  below one worker's, no duplicate).
+
 The throughput runs go in alternating rounds (``--rounds``, 3): worker, bare sender, worker
 with the silent endpoint, the silent run going first every other round so that neither
 kind always meets the larger database. The best run of each kind counts, as the machine may
@@ -47,9 +61,9 @@ line of the output is ``ratio <ours/bare>``, the lower of the two databases, two
 The exit status is non-zero when a delivery to a healthy endpoint was lost.
 
 Run from the repository root: ``.venv/bin/python bench/delivery.py [--database both]
-[--events 4000] [--endpoints 5]``. PostgreSQL: a database is created for the run and dropped
-afterwards, through ``--postgres-url`` (default: the tests' ``CLUBWIRE_TEST_POSTGRES_URL`` or
-``postgresql://postgres@127.0.0.1:5432/postgres``).
+[--events 4000] [--endpoints 5] [--backlog 1000000] [--workers 2]``. PostgreSQL: a database is
+created for the run and dropped afterwards, through ``--postgres-url`` (default: the tests'
+``CLUBWIRE_TEST_POSTGRES_URL`` or ``postgresql://postgres@127.0.0.1:5432/postgres``).
 
 This file holds the options, the scenario on one database and the main function; beside it,
 ``receiver.py`` (the receiver and the handle on it), ``testbed.py`` (TLS, the databases, the
@@ -68,6 +82,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from bare_sender import bare_run
@@ -82,6 +97,8 @@ from testbed import (
     Bed,
     Clubs,
     Tls,
+    bulk_deliveries,
+    dead_endpoint,
     make_tls,
     prepare_bed,
     publish_backlog,
@@ -99,6 +116,7 @@ POSTGRES_URL = os.environ.get(
 EVENTS = 4000  # per throughput run: with 5 endpoints, 20,000 deliveries, about 5 s a run
 ROUNDS = 3  # alternating; the best run of each kind counts
 IDLE_SECONDS = 1.0  # a worker idles this long before the light load starts
+BACKLOG_DUE_IN = timedelta(hours=2)  # the dead endpoint's deliveries: none comes due in a run
 
 
 # -- options ----------------------------------------------------------------------------------
@@ -111,6 +129,8 @@ class Options:
     endpoints: int
     rounds: int
     postgres_url: str
+    backlog: int  # deliveries waiting at a dead endpoint, for the runs beside it (0: none)
+    workers: int  # workers draining together on PostgreSQL (1: no such runs)
 
 
 def parse_options(argv: list[str] | None) -> Options:
@@ -121,12 +141,30 @@ def parse_options(argv: list[str] | None) -> Options:
     parser.add_argument("--endpoints", type=int, default=5, help="healthy endpoints (5)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds ({ROUNDS})")
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="an existing database")
+    parser.add_argument(
+        "--backlog", type=int, default=0, help="then runs beside a dead endpoint holding N (0)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="then runs with N workers, PostgreSQL (1)"
+    )
     args = parser.parse_args(argv)
     most = Settings.model_fields["max_endpoints_per_club"].default - 1  # one left for silent
     if args.events < 1 or args.rounds < 1 or not 1 <= args.endpoints <= most:
         parser.error(f"--events and --rounds must be at least 1, --endpoints between 1 and {most}")
+    if args.backlog < 0 or args.workers < 1:
+        parser.error("--backlog must be at least 0, --workers at least 1")
+    if args.workers > 1 and args.database == "sqlite":
+        parser.error("--workers runs on PostgreSQL only (SQLite has one worker)")
     databases = list(DATABASES) if args.database == "both" else [args.database]
-    return Options(databases, args.events, args.endpoints, args.rounds, args.postgres_url)
+    return Options(
+        databases,
+        args.events,
+        args.endpoints,
+        args.rounds,
+        args.postgres_url,
+        args.backlog,
+        args.workers,
+    )
 
 
 # -- one database -----------------------------------------------------------------------------
@@ -136,8 +174,9 @@ def bench_database(
     name: str, workdir: Path, tls: Tls, receiver: Receiver, options: Options
 ) -> Outcome:
     """Rounds of: throughput (and, in the first, light load), the bare sender on the
-    same deliveries, throughput with the silent endpoint on."""
-    outcome = Outcome(DATABASES[name])
+    same deliveries, throughput with the silent endpoint on; then, if asked, several workers
+    together, and throughput beside a dead endpoint's backlog."""
+    outcome = Outcome(DATABASES[name], backlog_size=options.backlog)
     with ExitStack() as stack:
         bed = prepare_bed(stack, name, workdir / name, tls, options.postgres_url)
         clubs_ = seed(bed, receiver, healthy_roles(options.endpoints))
@@ -156,19 +195,37 @@ def bench_database(
                     outcome.light = light_run(bed, receiver, clubs_)
                     outcome.check_records(bed, outcome.light.delivered)
                 outcome.bare.append(bare_run(bed, receiver, clubs_, since))
+        if options.workers > 1 and name == "postgresql":
+            outcome.worker_count = options.workers
+            for round_ in range(options.rounds):
+                label = f"workers-{round_}"
+                drain = throughput(bed, receiver, clubs_, options, label, options.workers)
+                outcome.check_records(bed, drain.delivered)
+                outcome.workers.append(drain)
+        if options.backlog:
+            bulk_deliveries(bed, [dead_endpoint(bed)], options.backlog, BACKLOG_DUE_IN, "dead")
+            for round_ in range(options.rounds):
+                drain = throughput(bed, receiver, clubs_, options, f"backlog-{round_}")
+                outcome.check_records(bed, drain.delivered)
+                outcome.backlog.append(drain)
     return outcome
 
 
-def throughput(bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str) -> Drain:
-    """Publish a backlog (with the silent endpoint on or off), start a worker, drain it."""
+def throughput(
+    bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str, workers: int = 1
+) -> Drain:
+    """Publish a backlog (with the silent endpoint on or off), start ``workers`` workers,
+    drain it."""
     switch_silent(bed, clubs_, on=label.startswith(SILENT))
     since = timestamps.utc_now()
     publish_backlog(bed, clubs_.busy_id, options.events, random.Random(f"{SEED}-{label}"))
     expected = expected_deliveries(bed, clubs_, since)
     receiver.reset()
-    with worker(bed, label) as process:
-        wait_started(process, poll=0.01)  # then it claims at once: CPU time counts from here
-        return measure_drain(receiver, expected, process)
+    with ExitStack() as stack:
+        processes = [stack.enter_context(worker(bed, f"{label}-{n}")) for n in range(workers)]
+        for process in processes:
+            wait_started(process, poll=0.01)  # then it claims at once: CPU time counts from here
+        return measure_drain(receiver, expected, processes)
 
 
 def light_run(bed: Bed, receiver: Receiver, clubs_: Clubs) -> Light:

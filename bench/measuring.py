@@ -1,8 +1,9 @@
 """Measuring at the receiver: drains (deliveries/s, CPU time, losses) and light-load latency.
 
 A drain counts only the deliveries the run expects (read from the database before it starts);
-others that arrive meanwhile, sent again from earlier runs, are counted apart. Deliveries/s is
-the number that arrived divided by the time from the first arrival to the last.
+others that arrive meanwhile, sent again from earlier runs, are counted apart, and so are
+duplicates (a delivery that arrived more than once, as when two workers both send it).
+Deliveries/s is the number that arrived divided by the time from the first arrival to the last.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import random
 import resource
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +41,8 @@ class Drain:
     seconds: float  # first arrival to last
     delivered: frozenset[str] = field(repr=False)  # the ids that arrived
     resent: int = 0  # other deliveries that arrived meanwhile (from earlier runs)
-    cpu_seconds: float | None = None  # the sender's CPU time (user + system) meanwhile
+    cpu_seconds: float | None = None  # the senders' CPU time (user + system) meanwhile
+    duplicates: int = 0  # arrivals of a delivery that had arrived before
 
     @property
     def rate(self) -> float:
@@ -61,13 +64,13 @@ Expected = dict[str, set[str]]  # receiver role → delivery ids
 Arrived = dict[str, dict[str, float]]  # receiver role → delivery id → first arrival
 
 
-def wait_for(receiver: Receiver, expected: Expected, sender: Process | None = None) -> Arrived:
+def wait_for(receiver: Receiver, expected: Expected, senders: Sequence[Process] = ()) -> Arrived:
     """Poll until every expected delivery has arrived, or nothing new has arrived for
     STALL_SECONDS; returns the arrivals."""
     seen, changed = -1, time.monotonic()
     while True:
         receiver.process.check()
-        if sender is not None:
+        for sender in senders:
             sender.check()
         counts = receiver.counts()
         if all(counts.get(role, 0) >= len(ids) for role, ids in expected.items()):
@@ -95,15 +98,23 @@ def drain_of(arrived: Arrived, expected: Expected) -> Drain:
     return Drain(total, seconds, frozenset(times), others)
 
 
-def measure_drain(receiver: Receiver, expected: Expected, sender: Process) -> Drain:
-    """Wait for the expected deliveries, with the sender's CPU time from now to then; the
-    receiver was reset before."""
-    before = process_cpu(sender.popen.pid)
-    drain = drain_of(wait_for(receiver, expected, sender), expected)
-    after = process_cpu(sender.popen.pid)
+def measure_drain(receiver: Receiver, expected: Expected, senders: Sequence[Process]) -> Drain:
+    """Wait for the expected deliveries, with the senders' CPU time from now to then and the
+    duplicates at the expected roles; the receiver was reset before."""
+    before = senders_cpu(senders)
+    drain = drain_of(wait_for(receiver, expected, senders), expected)
+    after = senders_cpu(senders)
+    duplicates = receiver.duplicates()
+    drain = dataclasses.replace(drain, duplicates=sum(duplicates.get(role, 0) for role in expected))
     if before is None or after is None:
         return drain
     return dataclasses.replace(drain, cpu_seconds=after - before)
+
+
+def senders_cpu(senders: Sequence[Process]) -> float | None:
+    """The processes' CPU seconds together; None where any is unknown."""
+    each = [process_cpu(sender.popen.pid) for sender in senders]
+    return None if None in each else sum(cpu for cpu in each if cpu is not None)
 
 
 def process_cpu(pid: int) -> float | None:
@@ -171,7 +182,7 @@ def light_load(bed: Bed, receiver: Receiver, club_id: str, sender: Process) -> L
     with bed.sessions() as session:
         query = select(Delivery.event_id, Delivery.id).where(Delivery.club_id == club_id)
         delivery_of = {event: delivery for event, delivery in session.execute(query)}
-    arrived = wait_for(receiver, {LIGHT: set(delivery_of.values())}, sender).get(LIGHT, {})
+    arrived = wait_for(receiver, {LIGHT: set(delivery_of.values())}, [sender]).get(LIGHT, {})
     latencies = [
         (arrived[delivery_of[event]] - at) * 1000 if delivery_of[event] in arrived else None
         for event, at in committed.items()

@@ -3,9 +3,10 @@
 ``start_receiver`` runs this file as ``bench/receiver.py --cert … --control … --ports …``: a
 raw HTTP/1.1 protocol on uvloop over TLS, one port per role (as separate hosts would be),
 answering ``200 ok``, except on the silent role's path, where it reads each request and never
-answers. It records the first arrival time of each ``X-Service-Delivery`` id and reports
-through a plain HTTP control port (``GET /counts``, ``GET /arrivals``, ``POST /reset``), which
-``Receiver`` calls from the benchmark's process.
+answers. It records the first arrival time of each ``X-Service-Delivery`` id, counts the
+arrivals of an id already seen (duplicates), and reports through a plain HTTP control port
+(``GET /counts``, ``GET /arrivals``, ``GET /duplicates``, ``POST /reset``), which ``Receiver``
+calls from the benchmark's process.
 """
 
 from __future__ import annotations
@@ -42,18 +43,24 @@ OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2
 @dataclass
 class Arrivals:
     """What reached the receiver: per path, the first arrival (``time.time()``) of each
-    delivery id."""
+    delivery id, and how many arrivals were of an id already seen."""
 
     first: defaultdict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    again: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, path: str, delivery: str, at: float) -> None:
-        self.first[path].setdefault(delivery, at)
+        arrived = self.first[path]
+        if delivery in arrived:
+            self.again[path] += 1
+        else:
+            arrived[delivery] = at
 
     def counts(self) -> dict[str, int]:
         return {path: len(ids) for path, ids in self.first.items()}
 
     def clear(self) -> None:
         self.first.clear()
+        self.again.clear()
 
 
 class Request(NamedTuple):
@@ -112,7 +119,8 @@ class Hooks(asyncio.Protocol):
 
 
 class Control(asyncio.Protocol):
-    """Plain HTTP for the benchmark: ``GET /counts``, ``GET /arrivals``, ``POST /reset``."""
+    """Plain HTTP for the benchmark: ``GET /counts``, ``GET /arrivals``, ``GET /duplicates``,
+    ``POST /reset``."""
 
     def __init__(self, arrivals: Arrivals) -> None:
         self._arrivals = arrivals
@@ -140,6 +148,8 @@ class Control(asyncio.Protocol):
             return "200 OK", orjson.dumps(self._arrivals.counts())
         if request.path == "/arrivals":
             return "200 OK", orjson.dumps(self._arrivals.first)
+        if request.path == "/duplicates":
+            return "200 OK", orjson.dumps(self._arrivals.again)
         if request.path == "/reset" and request.method == b"POST":
             self._arrivals.clear()
             return "200 OK", b"{}"
@@ -198,6 +208,10 @@ class Receiver:
         """By role: each delivery id's first arrival time."""
         found = orjson.loads(self._call("GET", "/arrivals"))
         return {path[1:]: times for path, times in found.items()}
+
+    def duplicates(self) -> dict[str, int]:
+        """By role: arrivals of a delivery id that had arrived before."""
+        return {path[1:]: n for path, n in orjson.loads(self._call("GET", "/duplicates")).items()}
 
     def reset(self) -> None:
         self._call("POST", "/reset")

@@ -1,7 +1,9 @@
 """The delivery benchmark's report: the outcome on each database, its targets, and the tables.
 
 ``Outcome`` gathers what was measured on one database, every run of each kind; the best run of
-each kind counts, and is held to the targets below. ``report`` prints one table per database.
+each kind counts, and is held to the targets below. ``report`` prints one table per database,
+and after it the lines ``backlog <N> change <±x.x> %`` (with ``--backlog``) and ``workers <N>
+change <±x.x> % duplicates <n>`` (with ``--workers``, PostgreSQL) for scripts to read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from testbed import Bed
 TARGET_RATIO = 0.4
 TARGET_P50_MS = 50.0
 TARGET_SILENT_DROP = 10.0  # per cent
+TARGET_BACKLOG_DROP = 5.0  # per cent, with a dead endpoint's backlog beside (issue 12)
 
 
 # -- one database -----------------------------------------------------------------------------
@@ -29,6 +32,10 @@ class Outcome:
     ours: list[Drain] = field(default_factory=list)
     bare: list[Drain] = field(default_factory=list)
     silent: list[Drain] = field(default_factory=list)
+    backlog: list[Drain] = field(default_factory=list)  # with a dead endpoint's backlog
+    backlog_size: int = 0
+    workers: list[Drain] = field(default_factory=list)  # several workers at once
+    worker_count: int = 1
     light: Light = field(default_factory=lambda: Light([], frozenset()))
     unrecorded: int = 0  # reached the receiver, yet not recorded as succeeded
     delivered_by_worker: int = 0
@@ -45,6 +52,16 @@ class Outcome:
         return (best(self.silent).rate / ours - 1) * 100 if ours else 0.0
 
     @property
+    def backlog_change(self) -> float:
+        """The healthy endpoints' deliveries/s beside the dead backlog, change in %."""
+        return change(self.backlog, self.ours)
+
+    @property
+    def workers_change(self) -> float:
+        """Several workers' deliveries/s together against one worker's, change in %."""
+        return change(self.workers, self.ours)
+
+    @property
     def ratio_met(self) -> bool:
         return self.ratio >= TARGET_RATIO
 
@@ -57,12 +74,20 @@ class Outcome:
         return self.silent_change > -TARGET_SILENT_DROP
 
     @property
+    def backlog_met(self) -> bool:
+        return self.backlog_change > -TARGET_BACKLOG_DROP
+
+    @property
+    def workers_met(self) -> bool:
+        return self.workers_change >= 0 and not any(drain.duplicates for drain in self.workers)
+
+    @property
     def light_lost(self) -> int:
         return sum(latency is None for latency in self.light.latencies_ms)
 
     @property
     def lost(self) -> int:
-        drains = [*self.ours, *self.bare, *self.silent]
+        drains = [*self.ours, *self.bare, *self.silent, *self.backlog, *self.workers]
         return sum(drain.lost for drain in drains) + self.light_lost
 
     def percentile(self, pct: int) -> float:
@@ -81,6 +106,13 @@ def best(drains: list[Drain]) -> Drain:
     return max(drains, key=lambda drain: drain.rate)
 
 
+def change(drains: list[Drain], against: list[Drain]) -> float:
+    """The best of ``drains`` against the best of ``against``, deliveries/s, change in %."""
+    if not drains or not against or not best(against).rate:
+        return 0.0
+    return (best(drains).rate / best(against).rate - 1) * 100
+
+
 # -- report -----------------------------------------------------------------------------------
 
 
@@ -89,8 +121,10 @@ def runs(drains: list[Drain]) -> str:
     rates = " · ".join(f"{drain.rate:,.0f}" for drain in drains)
     lost = sum(drain.lost for drain in drains)
     resent = sum(drain.resent for drain in drains)
+    duplicates = sum(drain.duplicates for drain in drains)
     notes = [f"{lost:,} LOST"] if lost else []
     notes += [f"+{resent:,} sent again from earlier runs"] if resent else []
+    notes += [f"{duplicates:,} DUPLICATES"] if duplicates else []
     expected = {drain.expected for drain in drains}
     each = f"{expected.pop():,} each" if len(expected) == 1 else "deliveries"
     return f"runs {rates} /s ({', '.join([each, *notes])})"
@@ -132,9 +166,24 @@ def report(outcome: Outcome) -> None:
         ("change", f"{o.silent_change:+.1f} %", silent),
         ("not recorded", f"{o.unrecorded:,}", unrecorded_note(o)),
     ]
+    if o.backlog:
+        backlog = f"healthy: {runs(o.backlog)}, after the rounds above"
+        rows.append(("+dead backlog", f"{best(o.backlog).rate:,.0f}", backlog))
+    if o.workers:
+        rows.append((f"{o.worker_count} workers", f"{best(o.workers).rate:,.0f}", runs(o.workers)))
     print(f"\n{o.database}")
     for label, value, note in rows:
         print(f"  {label:<22} {value:>10}   {note}")
+    if o.backlog:
+        target = f"target > −{TARGET_BACKLOG_DROP:.0f} %: {met(o.backlog_met)}"
+        print(f"backlog {o.backlog_size} change {o.backlog_change:+.1f} %   ({target})")
+    if o.workers:
+        duplicates = sum(drain.duplicates for drain in o.workers)
+        target = f"target ≥ one worker's, no duplicate: {met(o.workers_met)}"
+        print(
+            f"workers {o.worker_count} change {o.workers_change:+.1f} % duplicates {duplicates}"
+            f"   ({target})"
+        )
 
 
 def cpu_cell(outcome: Outcome) -> str:

@@ -4,6 +4,11 @@ Two clubs with their webhooks module on: the busy one, with the healthy endpoint
 roles e0, e1, …) and the silent one, switched on only for the silent runs; the light one, with
 one endpoint, for latency at light load. Every endpoint is subscribed to every kind; events
 carry sample data drawn from random generators seeded from ``SEED``.
+
+For the runs at scale, ``dead_endpoint`` adds a third club whose one endpoint points at a port
+nobody listens on, and ``bulk_deliveries`` gives endpoints many deliveries in one SQL statement
+(``generate_series`` on PostgreSQL, a recursive CTE on SQLite), all pointing at one event: a
+million rows load in seconds, where publishing them would take many minutes.
 """
 
 from __future__ import annotations
@@ -16,25 +21,30 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import psycopg
 import trustme
 from psycopg import sql
 from pydantic import SecretStr
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, timestamps
+from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.services import clubs, endpoints
 from clubwire.services import events as publishing
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Club, Endpoint
-from harness import HOST, START_TIMEOUT, STOP_TIMEOUT, BenchError, Process, start
+from clubwire.storage.types import UTCDateTime
+from harness import HOST, START_TIMEOUT, STOP_TIMEOUT, BenchError, Process, free_ports, start
 from receiver import LIGHT, SILENT, Receiver
 
-BUSY_CLUB, LIGHT_CLUB = "granite", "pebble"
+BUSY_CLUB, LIGHT_CLUB, DEAD_CLUB = "granite", "pebble", "basalt"
 KINDS = event_catalog.SUBSCRIBABLE
 PUBLISH_BATCH = 500  # events per publishing transaction
 ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out within a run
@@ -138,10 +148,15 @@ def worker_environment(settings: Settings) -> dict[str, str]:
 def worker(bed: Bed, label: str) -> Iterator[Process]:
     """One ``clubwire worker`` process for the block; stopped gracefully at its end."""
     with ExitStack() as stack:
-        command = [sys.executable, "-m", "clubwire", "worker"]
-        log = bed.workdir / f"worker-{label}.log"
-        stop_timeout = bed.settings.attempt_timeout + 2 * STOP_TIMEOUT
-        yield start(stack, command, bed.env, log, stop_timeout)
+        yield start_clubwire(stack, bed, ["worker"], label)
+
+
+def start_clubwire(stack: ExitStack, bed: Bed, arguments: list[str], label: str) -> Process:
+    """``clubwire <arguments>`` on the bed, logging to ``<command>-<label>.log``; the stack
+    stops it (gracefully: it may finish the attempts in flight)."""
+    command = [sys.executable, "-m", "clubwire", *arguments]
+    log = bed.workdir / f"{arguments[0]}-{label}.log"
+    return start(stack, command, bed.env, log, bed.settings.attempt_timeout + 2 * STOP_TIMEOUT)
 
 
 def wait_started(process: Process, poll: float = 0.1) -> None:
@@ -214,3 +229,91 @@ def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> 
     now = timestamps.utc_now()
     event, _ = publishing.publish(session, club, kind, event_catalog.sample(kind, now, rng), now)
     return event.id
+
+
+# -- deliveries in bulk, for the runs at scale ------------------------------------------------
+
+
+class Target(NamedTuple):
+    """An endpoint that bulk deliveries go to, and its club."""
+
+    club_id: str
+    endpoint_id: str
+
+
+def dead_endpoint(bed: Bed) -> Target:
+    """A club of its own with one endpoint at a port nobody listens on (connections refused)."""
+    with bed.sessions.begin() as session:
+        club = new_club(session, DEAD_CLUB)
+        (port,) = free_ports(1)
+        endpoint, _ = new_endpoint(session, bed, club, f"https://{HOST}:{port}/dead")
+        return Target(club.id, endpoint.id)
+
+
+# The rows' numbers: 1 … :count (the recursive CTE is SQLite's generate_series).
+_SERIES = {
+    "postgresql": "s(n) AS (SELECT generate_series(1, :count))",
+    "sqlite": "s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < :count)",
+}
+_BULK = """
+WITH RECURSIVE t(k, club_id, endpoint_id) AS (VALUES {targets}), {series}
+INSERT INTO deliveries (id, club_id, event_id, endpoint_id, status, attempt, next_attempt_at,
+                        next_trigger, created_at, updated_at)
+SELECT CAST(:prefix AS TEXT) || s.n, t.club_id, :event_id, t.endpoint_id, :status, :attempt,
+       :due, :trigger, :now, :now
+FROM s JOIN t ON t.k = s.n % :spread
+"""
+
+
+def bulk_deliveries(
+    bed: Bed, targets: list[Target], count: int, due_in: timedelta, label: str, attempt: int = 1
+) -> None:
+    """``count`` pending deliveries (attempt ``attempt``) due ``due_in`` from now, dealt in turn
+    to ``targets``, all of one event; one statement. On PostgreSQL the table is then vacuumed
+    and analysed, as autovacuum would soon do, so that every run meets the same statistics."""
+    now = timestamps.utc_now()
+    with bed.sessions.begin() as session:
+        club, ping = clubs.get_club_by_id(session, targets[0].club_id), event_catalog.PING
+        event_id = publishing.record_event(
+            session, club, ping, event_catalog.validate(ping, event_catalog.sample(ping, now)), now
+        ).id
+        values = ", ".join(f"({k}, :club_{k}, :endpoint_{k})" for k in range(len(targets)))
+        statement = text(_BULK.format(targets=values, series=_SERIES[bed.name])).bindparams(
+            bindparam("due", type_=UTCDateTime()), bindparam("now", type_=UTCDateTime())
+        )
+        parameters: dict[str, object] = {
+            f"{key}_{k}": value
+            for k, target in enumerate(targets)
+            for key, value in zip(("club", "endpoint"), target, strict=True)
+        }
+        parameters |= {
+            "count": count,
+            "spread": len(targets),
+            "prefix": f"dlv_{label}_",
+            "event_id": event_id,
+            "status": Status.PENDING.value,
+            "attempt": attempt,
+            "trigger": Trigger.SCHEDULED.value,
+            "due": now + due_in,
+            "now": now,
+        }
+        session.execute(statement, parameters)
+    analyse(bed)
+
+
+def analyse(bed: Bed) -> None:
+    """VACUUM ANALYZE the deliveries on PostgreSQL (outside a transaction); nothing on SQLite,
+    where clubwire runs no ANALYZE either."""
+    if bed.name != "postgresql":
+        return
+    engine = bed.sessions.kw["bind"]
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text("VACUUM ANALYZE deliveries"))
+
+
+def delete_deliveries(bed: Bed, label: str) -> None:
+    """Delete the bulk deliveries made with ``label``."""
+    with bed.sessions.begin() as session:
+        session.execute(
+            text("DELETE FROM deliveries WHERE id LIKE :prefix"), {"prefix": f"dlv_{label}_%"}
+        )
