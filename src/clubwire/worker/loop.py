@@ -321,10 +321,10 @@ class Worker:
     def _record(self, results: list[records.Result]) -> None:
         now = self._clock()
         for refused in records.record_batch(self._sessions, results, self._schedule, now):
-            _tell_refused(refused)
+            tell_refused(refused)
 
 
-def _tell_refused(refused: records.Refused) -> None:
+def tell_refused(refused: records.Refused) -> None:
     """One line for a result the database refused, by ids and kinds of error only."""
     if refused.stand_in_error is None:
         log.warning(

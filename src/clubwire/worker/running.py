@@ -15,10 +15,9 @@ from clubwire.domain.sealing import Sealer
 from clubwire.services import claims, clubs, records, secret_keys
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
-from clubwire.worker import retention
+from clubwire.worker import loop, retention
 from clubwire.worker.attempts import Attempter
 from clubwire.worker.client import Sender
-from clubwire.worker.loop import Worker
 
 
 @asynccontextmanager
@@ -44,13 +43,13 @@ async def running(
     sessions: sessionmaker[Session],
     clock: Callable[[], datetime] = timestamps.utc_now,
     metrics: Metrics | None = None,
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[loop.Worker]:
     """A worker delivering in this event loop, and pruning old history, until the block
     ends (then it stops gracefully). Refused before it claims anything when its secret key
     cannot open the stored secrets (it could sign none of them)."""
     await asyncio.to_thread(secret_keys.check, sessions, settings)
     async with attempter(settings, clock, metrics) as sends:
-        worker = Worker(settings, sessions, sends, clock)
+        worker = loop.Worker(settings, sessions, sends, clock)
         stop = asyncio.Event()
         tasks = [
             asyncio.create_task(worker.run(stop)),
@@ -81,9 +80,9 @@ async def send_test(
             return claims.create_test_job(session, club, endpoint_id, clock(), lease)
 
     def record(result: records.Result) -> None:
-        with sessions.begin() as session:
-            schedule = RetrySchedule(settings.retry_schedule)
-            records.record(session, [result], schedule, clock())
+        schedule = RetrySchedule(settings.retry_schedule)
+        for refused in records.record_batch(sessions, [result], schedule, clock()):
+            loop.tell_refused(refused)
 
     await asyncio.to_thread(secret_keys.check, sessions, settings)
     result = await sends.attempt(await asyncio.to_thread(create))
