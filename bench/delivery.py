@@ -20,7 +20,7 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
 - **latency at light load**: with a worker started and idle, one event every 20 ms for 200
   events to a club with one endpoint; latency is the receiver's arrival time minus the time
   the publishing transaction committed (one machine, one clock). PostgreSQL workers are woken
-  by ``LISTEN/NOTIFY``; on SQLite the worker polls every 25 ms;
+  by ``LISTEN/NOTIFY``; on SQLite the worker checks the file's data version every 10 ms;
 - **a receiver that never answers**: the throughput run again with one more endpoint, on a
   path where the receiver reads the request and never responds, subscribed to the same
   events; the healthy endpoints' deliveries/s should fall by less than 10 %. Attempts time

@@ -1,8 +1,8 @@
 """Does finding and claiming due work cost the same at any backlog? The delivery engine at scale.
 
-Every round, the worker looks for the endpoints with due deliveries and claims a batch for
-each (today ``claims.due_endpoints`` then ``claims.claim``; ``look`` below is the one place
-that names them, so that a redesigned queue is measured by changing that function only).
+Every round, the worker leases the lanes of endpoints with due deliveries and claims a batch
+for each (``claims.take_lanes`` then ``claims.claim``; ``look`` below is the one place that
+names them, so that a redesigned queue is measured by changing that function only).
 This script times that look, in the benchmark's process, on SQLite and on PostgreSQL (with
 the worker's connection options), against a database that grows:
 
@@ -56,7 +56,7 @@ from clubwire.domain import timestamps
 from clubwire.services import claims
 from clubwire.settings import Settings
 from clubwire.storage import database
-from clubwire.worker import loop
+from clubwire.worker import lanes
 from delivery import DATABASES, POSTGRES_URL
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports
 from measuring import process_cpu
@@ -101,21 +101,21 @@ class Look:
 
 
 def look(session: Session, now: datetime, settings: Settings) -> Look:
-    """Find the endpoints with due work and claim for each as much as a worker's lane takes,
+    """Lease the lanes with due work and claim for each as much as a worker's lane takes,
     within what the worker holds in all (as ``worker.loop.Worker`` asks)."""
-    rounds = loop.backlog_rounds(settings) + 1
+    rounds = lanes.backlog_rounds(settings) + 1
     room, lane = settings.max_in_flight * rounds, settings.max_in_flight_per_endpoint * rounds
-    lease = timedelta(seconds=settings.lease_seconds)
+    until = now + timedelta(seconds=settings.lease_seconds)
     start = time.perf_counter()
-    due = claims.due_endpoints(session, now)
+    leased = claims.take_lanes(session, now, until, "wkr_bench", max(1, room // lane))
     found = time.perf_counter()
     wants = {}
-    for endpoint_id in due:
+    for one in leased:
         if room <= 0:
             break
-        wants[endpoint_id] = min(lane, room)
-        room -= wants[endpoint_id]
-    jobs = claims.claim(session, now, lease, wants) if wants else []
+        wants[one.endpoint_id] = (one, min(lane, room))
+        room -= wants[one.endpoint_id][1]
+    jobs = claims.claim(session, now, until, "wkr_bench", wants) if wants else []
     return Look(found - start, time.perf_counter() - start, len(jobs))
 
 

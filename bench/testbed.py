@@ -306,7 +306,21 @@ def bulk_deliveries(
             "now": now,
         }
         session.execute(statement, parameters)
+        session.execute(_HEADS, {"endpoints": [target.endpoint_id for target in targets]})
     analyse(bed)
+
+
+# The queue heads of endpoints given deliveries behind the services' back, as publishing would
+# keep them: each due when its earliest unfinished delivery is.
+_HEADS = text(
+    """
+    INSERT INTO queue_heads (endpoint_id, next_due_at)
+    SELECT endpoint_id, min(next_attempt_at) FROM deliveries
+    WHERE endpoint_id IN :endpoints AND next_attempt_at IS NOT NULL
+    GROUP BY endpoint_id
+    ON CONFLICT (endpoint_id) DO UPDATE SET next_due_at = excluded.next_due_at
+    """
+).bindparams(bindparam("endpoints", expanding=True))
 
 
 def analyse(bed: Bed) -> None:

@@ -6,9 +6,20 @@ import os
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.factories import make_club
+from tests.functional.ui_pages import make_staff
 
 SIGN_IN_PATH = "/sign-in"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def granite_with_staff(sessions: sessionmaker[Session], email: str) -> None:
+    """The Granite Curling Club, and ``email`` on its staff (password ``ui_pages.PASSWORD``)."""
+    with sessions.begin() as session:
+        make_club(session, "granite", name="Granite Curling Club")
+    make_staff(sessions, email, clubs=["granite"])
 
 
 def sign_in(

@@ -95,6 +95,7 @@ def _seed(session: Session, settings: Settings, now: datetime) -> None:
         ["member.updated", "practice_ice.booked"],
         now - timedelta(days=30),
         hooks,
+        max_rate=10,
     )
     endpoints.create_endpoint(
         session,
@@ -147,7 +148,8 @@ def test_the_superadmin_page_and_both_tabs_with_a_realistic_club(base_url: str, 
     cards = page.locator("article.endpoint")
     expect(cards.locator("h3")).to_have_text([CRM_HOOKS, WEBSITE_HOOKS])
     expect(cards.first.locator("td.status")).to_have_text(["pending", "dead", "succeeded"])
-    expect(cards.first.locator("dl.facts > dd").last).to_have_text("1 of 5")
+    expect(cards.first.locator("dl.facts > dd").nth(3)).to_have_text("1 of 5")
+    expect(cards.first.locator("dl.facts > dd").last).to_have_text("10 deliveries per second")
     expect(cards.last.locator("table.deliveries tbody tr")).to_have_count(4)
     screenshot(page, "webhooks-tab", full_page=False)
 

@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import Cookie, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.browser.helpers import granite_with_staff
 from tests.browser.live_server import StartServer
-from tests.factories import make_club
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.functional.ui_pages import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 
@@ -21,9 +21,7 @@ TAB = "/settings/granite/webhooks"
 
 @pytest.fixture
 def base_url(sessions: sessionmaker[Session], start_server: StartServer) -> str:
-    with sessions.begin() as session:
-        make_club(session, "granite", name="Granite Curling Club")
-    make_staff(sessions, ADMIN, clubs=["granite"])
+    granite_with_staff(sessions, ADMIN)
     return start_server()
 
 

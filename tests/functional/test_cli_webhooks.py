@@ -102,6 +102,69 @@ def test_update_disable_enable_rotate_delete(run: Invoke, club: str, receiver: R
     assert "no webhook endpoint" in one_line_error(run("endpoint", "delete", endpoint_id))
 
 
+def _max_rate(run: Invoke, *args: str) -> object:
+    """The ``maxRate`` an ``endpoint`` command prints as JSON."""
+    return json.loads(ok(run("endpoint", *args, "--json")).out)["maxRate"]
+
+
+def test_max_rate_is_set_listed_changed_kept_and_cleared(run: Invoke, club: str) -> None:
+    created = _create_with(run, club, "--max-rate", "20")
+    endpoint_id = str(created["id"])
+    assert created["maxRate"] == 20
+    row = re.compile(rf"^{endpoint_id}\s.*\son\s+(\S+)\s+0 of 5", re.MULTILINE)
+    assert row.findall(ok(run("endpoint", "list", club)).out) == ["20/s"]
+    assert _max_rate(run, "update", endpoint_id, "--max-rate", "1000") == 1000
+    assert _max_rate(run, "update", endpoint_id, "--event", "game.updated") == 1000
+    assert _max_rate(run, "update", endpoint_id, "--max-rate", "none") is None
+    assert row.findall(ok(run("endpoint", "list", club)).out) == ["none"]
+    assert json.loads(ok(run("endpoint", "list", club, "--json")).out)[0]["maxRate"] is None
+    assert _create_with(run, club)["maxRate"] is None
+
+
+def _create_with(run: Invoke, club: str, *flags: str) -> dict[str, object]:
+    url, kind = "https://127.0.0.1:9/hooks", "member.updated"
+    created: dict[str, object] = json.loads(
+        ok(run("endpoint", "create", club, url, "--event", kind, *flags, "--json")).out
+    )
+    return created
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("0", '"0" is not a max rate: the lowest is 1 delivery per second.'),
+        ("-1", '"-1" is not a max rate: the lowest is 1 delivery per second.'),
+        ("1001", '"1001" is not a max rate: the highest is 1000 deliveries per second.'),
+        ("9" * 5000, '"9999999999999999999…" is not a max rate: the highest is 1000'),
+        ("1e9", '"1e9" is not a max rate: write a whole number of deliveries per second'),
+        ("５", '"５" is not a max rate: write a whole number'),
+        (" 5 ", '" 5 " is not a max rate: remove the spaces around the number.'),
+        ("None", '"None" is not a max rate'),
+    ],
+)
+def test_a_bad_max_rate_is_refused_in_one_line_and_changes_nothing(
+    run: Invoke, club: str, value: str, needle: str
+) -> None:
+    endpoint_id = str(_create_with(run, club, "--max-rate", "7")["id"])
+    for command in (
+        ("create", club, "https://127.0.0.1:9/other", "--event", "member.updated"),
+        ("update", endpoint_id, "--url", "https://127.0.0.1:9/other"),
+    ):
+        line = one_line_error(run("endpoint", *command, "--max-rate", value), code=2)
+        assert f"Invalid value for '--max-rate': {needle}" in line
+        assert line.endswith(f"(see: clubwire endpoint {command[0]} --help)")
+    [endpoint] = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    assert (endpoint["url"], endpoint["maxRate"]) == ("https://127.0.0.1:9/hooks", 7)
+
+
+def test_a_max_rate_holding_nul_is_refused_before_anything_runs(run: Invoke, club: str) -> None:
+    endpoint_id = str(_create_with(run, club)["id"])
+    line = one_line_error(run("endpoint", "update", endpoint_id, "--max-rate", "5\x00"))
+    assert (
+        line == 'clubwire: error: the argument "5\\x00" must not contain NUL characters (\\u0000)'
+    )
+
+
 def test_endpoint_test_prints_the_outcome(
     run: Invoke, club: str, receiver: Receiver, tls: Authority
 ) -> None:

@@ -62,7 +62,10 @@ def _refused_at_start(tmp_path: Path, env: dict[str, str], *args: str) -> None:
 
 def _deliveries(sessions: sessionmaker[Session]) -> list[tuple[str, int, object]]:
     with sessions() as session:
-        return [(d.status, d.attempt, d.lease_until) for d in session.scalars(select(Delivery))]
+        return [
+            (d.status, d.attempt, d.next_attempt_at is None)
+            for d in session.scalars(select(Delivery))
+        ]
 
 
 def _sealed(sessions: sessionmaker[Session]) -> list[str]:
@@ -89,7 +92,7 @@ def test_a_worker_with_a_wrong_key_exits_at_once_and_claims_nothing(
         with sessions.begin() as session:
             session.execute(delete(SecretKeyCheck))
     _refused_at_start(tmp_path, _env(tmp_path, database_url, tls, WRONG_KEY), "worker")
-    assert _deliveries(sessions) == [("pending", 0, None)]
+    assert _deliveries(sessions) == [("pending", 0, False)]
     assert receiver.received == []
     with sessions() as session:
         assert len(_checks(session)) == (0 if older else 1)

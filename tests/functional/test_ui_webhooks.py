@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 
@@ -137,6 +138,66 @@ def test_an_edit_with_errors_changes_nothing(web: Browser, sessions: sessionmake
     assert "ping cannot be subscribed to" in response.text
     assert 'value="https://127.0.0.1:9/fine"' in response.text
     assert _endpoints(sessions)[0].url == URL
+
+
+def _rate_shown(web: Browser, endpoint_id: str) -> str:
+    """What the endpoint's card on the tab says of its max rate."""
+    return part(web.get(TAB).text, f'<dd id="endpoint-{endpoint_id}-max-rate">', "</dd>")
+
+
+def _edit(web: Browser, endpoint_id: str, max_rate: str) -> int:
+    fields = {"url": URL, "event": ["registration.created"], "max_rate": max_rate}
+    return web.post(f"{TAB}/{endpoint_id}/edit", fields).status_code
+
+
+def test_a_max_rate_is_set_shown_edited_and_cleared(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    web.post(TAB, {"url": URL, "event": ["registration.created"], "max_rate": "20"})
+    (endpoint,) = _endpoints(sessions)
+    assert endpoint.max_rate == 20
+    assert _rate_shown(web, endpoint.id) == "20 deliveries per second"
+    form = web.get(f"{TAB}/{endpoint.id}/edit").text
+    assert 'id="endpoint-max-rate" name="max_rate" type="text" value="20"' in form
+    assert _edit(web, endpoint.id, "1") == 303
+    assert _endpoints(sessions)[0].max_rate == 1
+    assert _rate_shown(web, endpoint.id) == "1 delivery per second"
+    assert _edit(web, endpoint.id, "") == 303
+    assert _endpoints(sessions)[0].max_rate is None
+    assert _rate_shown(web, endpoint.id) == "no limit"
+    assert 'name="max_rate" type="text" value=""' in web.get(f"{TAB}/{endpoint.id}/edit").text
+
+
+def _field_error(page: str, field_id: str) -> str:
+    return html.unescape(part(page, f'<p class="field-error" id="{field_id}-error">', "</p>"))
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        ("1e9", '"1e9" is not a max rate: write a whole number of deliveries per second'),
+        ("５", '"５" is not a max rate: write a whole number'),
+        ("9" * 10_000, "is not a max rate: the highest is 1000 deliveries per second."),
+        ("5\x00", "Must not contain NUL characters (\\u0000)."),
+    ],
+)
+def test_a_bad_max_rate_comes_back_beside_its_field_and_nothing_changes(
+    web: Browser, sessions: sessionmaker[Session], typed: str, message: str
+) -> None:
+    fields = {"url": URL, "event": ["registration.created"], "max_rate": typed}
+    refused = web.post(TAB, fields)
+    assert refused.status_code == 422
+    assert message in _field_error(refused.text, "new-endpoint-max-rate")
+    assert 'aria-describedby="new-endpoint-max-rate-hint new-endpoint-max-rate-error"' in (
+        refused.text
+    )
+    assert _endpoints(sessions) == []
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    edited = web.post(f"{TAB}/{endpoint.id}/edit", {**fields, "url": "https://127.0.0.1:9/new"})
+    assert edited.status_code == 422
+    assert message in _field_error(edited.text, "endpoint-max-rate")
+    assert (_endpoints(sessions)[0].url, _endpoints(sessions)[0].max_rate) == (URL, None)
 
 
 def test_deleting_asks_first(web: Browser, sessions: sessionmaker[Session]) -> None:

@@ -17,7 +17,7 @@ from clubwire import errors, signing
 from clubwire.domain import event_schemas
 from clubwire.services import endpoints, events
 from clubwire.settings import Settings
-from clubwire.storage.models import Club, Delivery, Endpoint, Event
+from clubwire.storage.models import Club, Delivery, Endpoint, Event, QueueHead
 from clubwire.web.app import create_app
 from clubwire.worker import lock, loop, running
 from tests.conftest import PLATFORM_TOKEN, SECRET_KEY
@@ -244,7 +244,8 @@ def test_a_waiting_job_whose_lease_ran_short_is_claimed_afresh_before_it_is_sent
 
         def lease_of(delivery_id: str) -> datetime | None:
             with sessions() as session:
-                return session.get_one(Delivery, delivery_id).lease_until
+                endpoint_id = session.get_one(Delivery, delivery_id).endpoint_id
+                return session.get_one(QueueHead, endpoint_id).lease_until
 
         async def run() -> datetime | None:
             async with running.running(one, sessions, clock):
@@ -257,8 +258,37 @@ def test_a_waiting_job_whose_lease_ran_short_is_claimed_afresh_before_it_is_sent
                 return await asyncio.to_thread(lease_of, second)
 
         lease_while_sent = asyncio.run(run())
-    # It was given back and leased afresh (30 s from the new time) before it was sent.
+    # It was given back and its lane leased afresh (30 s from the new time) before it was sent.
     assert lease_while_sent == clock.now + timedelta(seconds=30)
+
+
+def test_an_endpoint_with_a_max_rate_is_sent_no_faster(
+    sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
+) -> None:
+    """Max rate 5 a second: twelve deliveries start at least 0.2 s apart, so they take at
+    least 2.2 s however many the worker could send at once; another endpoint of the same
+    club is not held back by it."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        paced_id, free_id = (
+            endpoints.create_endpoint(
+                session, club, receiver.url, ["registration.created"], EPOCH, hooks, max_rate=rate
+            )[0].id
+            for rate in (5, None)
+        )
+    _publish(sessions, 12)
+    _deliver_until(hooks, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
+    with sessions() as session:
+        endpoint_of = dict(session.execute(select(Delivery.id, Delivery.endpoint_id)).all())
+    arrivals = [(endpoint_of[r.headers["X-Service-Delivery"]], r.at) for r in receiver.wait_for(24)]
+    paced = sorted(at for endpoint_id, at in arrivals if endpoint_id == paced_id)
+    free = sorted(at for endpoint_id, at in arrivals if endpoint_id == free_id)
+    assert len(paced) == len(free) == 12
+    # Any six in a row span a second (five gaps) when sent; arrivals jitter by a little.
+    spans = [paced[n + 5] - paced[n] for n in range(len(paced) - 5)]
+    assert min(spans) >= 0.8, spans
+    assert paced[-1] - paced[0] >= 2.0
+    assert free[-1] - free[0] < paced[-1] - paced[0]
 
 
 def test_nothing_is_delivered_while_the_module_is_off(
@@ -296,22 +326,23 @@ def test_worker_is_a_first_command_on_a_fresh_sqlite_home(tmp_path: Path) -> Non
     assert "Traceback" not in worker.err
 
 
-def test_postgres_workers_wake_on_notify(
+def test_an_idle_worker_is_woken_by_a_publish_elsewhere(
     sessions: sessionmaker[Session],
     hooks: Settings,
     receiver: Receiver,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if hooks.is_sqlite:
-        pytest.skip("LISTEN/NOTIFY is PostgreSQL's; SQLite workers poll")
-    monkeypatch.setattr(loop, "POLL_POSTGRES", 3600.0)  # without a NOTIFY nothing would wake it
+    """Idle, the worker does not poll: a publish on another connection wakes it (NOTIFY on
+    PostgreSQL, the database file's data version on SQLite), once and again."""
+    monkeypatch.setattr(loop, "SAFETY_POLL", 3600.0)  # nothing else would wake it
     _endpoint(sessions, hooks, receiver.url)
 
     async def run() -> None:
         async with running.running(hooks, sessions):
-            await asyncio.sleep(0.5)  # the worker is idle, listening
-            await asyncio.to_thread(_publish, sessions)
-            await asyncio.to_thread(receiver.wait_for, 1, 10.0)
+            for count in (1, 2):
+                await asyncio.sleep(0.5)  # the worker is idle, listening
+                await asyncio.to_thread(_publish, sessions)
+                await asyncio.to_thread(receiver.wait_for, count, 10.0)
 
     asyncio.run(run())
 

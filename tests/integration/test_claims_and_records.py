@@ -1,7 +1,9 @@
-"""The worker's database steps against DESIGN §6: claim, lease, record, schedule, switch-off."""
+"""The worker's database steps against DESIGN §6 and ADR 0008: lease lanes, claim, record,
+give back, schedule, switch-off."""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 
 import pytest
@@ -10,45 +12,69 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import event_catalog
+from clubwire.domain.jobs import Job, Result, judge
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
-from clubwire.storage import database
+from clubwire.storage import database, queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
 LEASE = timedelta(seconds=60)
+ME, OTHER = "wkr_me", "wkr_other"
 
 
-def _claim(sessions: sessionmaker[Session], at: timedelta = timedelta()) -> list[claims.Job]:
-    """Everything due, as a worker finds and claims it."""
+def _lanes(
+    sessions: sessionmaker[Session], at: timedelta = timedelta(), token: str = ME
+) -> list[str]:
+    """The lanes a worker leases at ``at``, in the order it gets them."""
+    now = EPOCH + at
     with sessions.begin() as session:
-        due = claims.due_endpoints(session, EPOCH + at)
-        return claims.claim(session, EPOCH + at, LEASE, dict.fromkeys(due, 100))
+        return [
+            lane.endpoint_id for lane in claims.take_lanes(session, now, now + LEASE, token, 100)
+        ]
+
+
+def _claim(
+    sessions: sessionmaker[Session], at: timedelta = timedelta(), token: str = ME
+) -> list[Job]:
+    """Everything due, as a worker leases the lanes and claims their jobs."""
+    now = EPOCH + at
+    with sessions.begin() as session:
+        lanes = claims.take_lanes(session, now, now + LEASE, token, 100)
+    with sessions() as session:
+        wants = {lane.endpoint_id: (lane, 100) for lane in lanes}
+        return claims.claim(session, now, now + LEASE, token, wants)
 
 
 def _record(
     sessions: sessionmaker[Session],
-    jobs: list[claims.Job],
+    jobs: list[Job],
     ok: bool,
     at: timedelta = timedelta(),
     code: int | None = None,
+    token: str = ME,
 ) -> None:
+    """Record the attempts, then give their lanes back, as a worker does."""
+    now = EPOCH + at
     results = [
-        records.Result(
+        Result(
             job,
-            EPOCH + at,
+            now,
             ok,
             code if code is not None else (200 if ok else 500),
             None,
             12,
             "body",
+            judge(job, ok, now, SCHEDULE, random.random()),
         )
         for job in jobs
     ]
     with sessions.begin() as session:
-        records.record(session, results, SCHEDULE, EPOCH + at)
+        records.record(session, results, now)
+    with sessions.begin() as session:
+        claims.give_back(session, sorted({job.endpoint_id for job in jobs}), token, now)
 
 
 def _world(sessions: sessionmaker[Session], settings: Settings, count: int = 1) -> tuple[str, str]:
@@ -70,28 +96,51 @@ def _endpoint(sessions: sessionmaker[Session], endpoint_id: str) -> Endpoint:
         return session.get_one(Endpoint, endpoint_id)
 
 
-def test_a_claim_leases_so_no_one_else_takes_it(
+def test_a_lane_is_leased_so_no_one_else_takes_it(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
     _world(sessions, settings)
     jobs = _claim(sessions)
     assert len(jobs) == 1
     assert jobs[0].body.startswith(b'{"id":"evt_')
-    assert _claim(sessions) == []
-    assert _claim(sessions, timedelta(seconds=59)) == []
-    assert len(_claim(sessions, timedelta(seconds=61))) == 1  # the lease ran out: claimed again
+    assert (jobs[0].lease, jobs[0].lease_until) == (ME, EPOCH + LEASE)
+    assert _claim(sessions, token=OTHER) == []
+    assert _claim(sessions, timedelta(seconds=59), token=OTHER) == []
+    # The lease ran out: the lane is leased again, and the delivery claimed again.
+    assert len(_claim(sessions, timedelta(seconds=61), token=OTHER)) == 1
+
+
+def test_a_claim_writes_no_delivery(sessions: sessionmaker[Session], settings: Settings) -> None:
+    _world(sessions, settings, count=3)
+    with sessions() as session:
+        before = [(d.id, d.updated_at, d.status) for d in session.scalars(select(Delivery))]
+    assert len(_claim(sessions)) == 3
+    with sessions() as session:
+        after = [(d.id, d.updated_at, d.status) for d in session.scalars(select(Delivery))]
+    assert after == before
+
+
+def test_a_lane_given_back_is_due_when_its_next_delivery_is(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _, endpoint_id = _world(sessions, settings, count=2)
+    first, second = _claim(sessions)
+    _record(sessions, [first], ok=True)  # the second was never attempted: still due
+    assert [job.delivery_id for job in _claim(sessions, token=OTHER)] == [second.delivery_id]
+    _record(sessions, [second], ok=False, token=OTHER)
+    with sessions() as session:
+        retry_at = session.get_one(Delivery, second.delivery_id).next_attempt_at
+        assert retry_at is not None
+        assert claims.next_due(session, EPOCH) == retry_at
+    assert _lanes(sessions, retry_at - EPOCH - timedelta(seconds=1)) == []
+    assert _lanes(sessions, retry_at - EPOCH) == [endpoint_id]
 
 
 def test_success_finishes_the_delivery(sessions: sessionmaker[Session], settings: Settings) -> None:
     _, endpoint_id = _world(sessions, settings)
     _record(sessions, _claim(sessions), ok=True)
     delivery = _delivery(sessions)
-    assert (delivery.status, delivery.attempt, delivery.next_attempt_at, delivery.lease_until) == (
-        "succeeded",
-        1,
-        None,
-        None,
-    )
+    assert (delivery.status, delivery.attempt, delivery.next_attempt_at) == ("succeeded", 1, None)
     assert delivery.response_code == 200
     endpoint = _endpoint(sessions, endpoint_id)
     assert (endpoint.last_response_code, endpoint.last_delivery_at) == (200, EPOCH)
@@ -253,12 +302,30 @@ def test_a_claimed_delivery_of_a_switched_off_endpoint_is_skipped(
 def test_a_worker_that_lost_its_lease_does_not_overwrite(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
-    _world(sessions, settings)
+    _, endpoint_id = _world(sessions, settings)
     stale = _claim(sessions)
-    fresh = _claim(sessions, timedelta(seconds=61))
-    _record(sessions, fresh, ok=True, at=timedelta(seconds=62))
+    fresh = _claim(sessions, timedelta(seconds=61), token=OTHER)
+    _record(sessions, fresh, ok=True, at=timedelta(seconds=62), token=OTHER)
     _record(sessions, stale, ok=False, at=timedelta(seconds=63))
     assert _delivery(sessions).status == "succeeded"
+    with sessions() as session:  # both attempts happened, and both are kept
+        assert len(session.scalars(select(Attempt)).all()) == 2
+    assert _endpoint(sessions, endpoint_id).last_response_code == 500
+
+
+def test_a_lease_is_renewed_and_given_back_only_by_its_holder(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _, endpoint_id = _world(sessions, settings)
+    assert _lanes(sessions) == [endpoint_id]
+    later = EPOCH + timedelta(seconds=50)
+    with sessions.begin() as session:
+        assert claims.take_lanes(session, later, later + LEASE, OTHER, 10, held=[endpoint_id]) == []
+        renewed = claims.take_lanes(session, later, later + LEASE, ME, 10, held=[endpoint_id])
+        assert [lane.endpoint_id for lane in renewed] == [endpoint_id]
+        claims.give_back(session, [endpoint_id], OTHER, later)  # not the holder's: nothing
+    assert _lanes(sessions, timedelta(seconds=100), token=OTHER) == []  # renewed until 110 s
+    assert _lanes(sessions, timedelta(seconds=111), token=OTHER) == [endpoint_id]
 
 
 def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
@@ -272,18 +339,23 @@ def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
             events.publish(session, club, "registration.created", registration(), EPOCH + at)[0]
             for at in (timedelta(seconds=2), timedelta(seconds=1), timedelta(seconds=3))
         ]
+    now = EPOCH + timedelta(seconds=5)
     with sessions.begin() as session:
-        jobs = claims.claim(session, EPOCH + timedelta(seconds=5), LEASE, {first.id: 2})
-    assert {job.endpoint_id for job in jobs} == {first.id}
-    assert {event_catalog.id_of(job.body) for job in jobs} == {published[1].id, published[0].id}
-    left = _claim(sessions, timedelta(seconds=5))
+        lanes = {lane.endpoint_id: lane for lane in claims.take_lanes(session, now, now, ME, 9)}
+    with sessions() as session:
+        jobs = claims.claim(session, now, now + LEASE, ME, {first.id: (lanes[first.id], 2)})
+        assert {job.endpoint_id for job in jobs} == {first.id}
+        assert [event_catalog.id_of(job.body) for job in jobs] == [published[1].id, published[0].id]
+        wants = {endpoint_id: (lane, 100) for endpoint_id, lane in lanes.items()}
+        held = [job.delivery_id for job in jobs]
+        left = claims.claim(session, now, now + LEASE, ME, wants, held)
     assert {(job.endpoint_id, event_catalog.id_of(job.body)) for job in left} == {
         (first.id, published[2].id),
         *((second.id, event.id) for event in published),
     }
 
 
-def test_due_endpoints_are_found_once_each_the_longest_waiting_first(
+def test_lanes_are_leased_once_each_the_longest_waiting_first(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
     with sessions.begin() as session:
@@ -305,19 +377,19 @@ def test_due_endpoints_are_found_once_each_the_longest_waiting_first(
             .where(Delivery.endpoint_id == middle.id)
             .values(next_attempt_at=EPOCH + timedelta(seconds=20))
         )
-    with sessions() as session:
-        assert claims.due_endpoints(session, EPOCH + timedelta(seconds=10)) == [oldest.id]
-        now = EPOCH + timedelta(seconds=40)
-        assert claims.due_endpoints(session, now) == [oldest.id, middle.id, newest.id]
-    with sessions.begin() as session:  # leased deliveries are not due until the lease runs out
-        claims.claim(session, now, LEASE, {middle.id: 3})
-    with sessions() as session:
-        assert claims.due_endpoints(session, now) == [oldest.id, newest.id]
-        assert claims.due_endpoints(session, now + LEASE * 2) == [
-            oldest.id,
-            middle.id,
-            newest.id,
-        ]
+        connection = session.connection()
+        queue.of(connection.dialect.name).refresh(connection, [newest.id, middle.id])
+    assert _lanes(sessions, timedelta(seconds=10)) == [oldest.id]
+    # The others are due later; once due, they come in the order they came due.
+    assert _lanes(sessions, timedelta(seconds=40)) == [middle.id, newest.id]
+    # Leased lanes are not leased again until their leases run out; the switched-off
+    # endpoint has nothing waiting, so its lane is never leased.
+    assert _lanes(sessions, timedelta(seconds=41), token=OTHER) == []
+    assert _lanes(sessions, timedelta(seconds=101), token=OTHER) == [
+        oldest.id,
+        middle.id,
+        newest.id,
+    ]
 
 
 def test_attempts_are_stored_exactly_as_they_happened(
@@ -326,12 +398,13 @@ def test_attempts_are_stored_exactly_as_they_happened(
     _world(sessions, settings, count=2)
     first, second = _claim(sessions)
     awkward = 'he said "hi" \\ \n\t\u2028 é 😀 <b>&amp;</b> \ufffd'
+    retry = judge(first, False, EPOCH, SCHEDULE, 0.5)
     results = [
-        records.Result(first, EPOCH, False, 503, None, 1234, awkward),
-        records.Result(second, EPOCH, False, None, "tls: host name mismatch", 7, ""),
+        Result(first, EPOCH, False, 503, None, 1234, awkward, retry),
+        Result(second, EPOCH, False, None, "tls: host name mismatch", 7, "", retry),
     ]
     with sessions.begin() as session:
-        records.record(session, results, SCHEDULE, EPOCH)
+        records.record(session, results, EPOCH)
     with sessions() as session:
         stored = {
             a.delivery_id: (
@@ -346,15 +419,16 @@ def test_attempts_are_stored_exactly_as_they_happened(
             for a in session.scalars(select(Attempt))
         }
         moved = {
-            d.id: (d.status, d.attempt, d.response_code) for d in session.scalars(select(Delivery))
+            d.id: (d.status, d.attempt, d.response_code, d.next_attempt_at)
+            for d in session.scalars(select(Delivery))
         }
     assert stored == {
         first.delivery_id: (1, "scheduled", EPOCH, 1234, 503, None, awkward),
         second.delivery_id: (1, "scheduled", EPOCH, 7, None, "tls: host name mismatch", ""),
     }
     assert moved == {
-        first.delivery_id: ("pending", 1, 503),
-        second.delivery_id: ("pending", 1, None),
+        first.delivery_id: ("pending", 1, 503, retry.next_attempt_at),
+        second.delivery_id: ("pending", 1, None, retry.next_attempt_at),
     }
 
 

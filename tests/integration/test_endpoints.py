@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import addresses
+from clubwire.domain import addresses, rates
 from clubwire.domain.sealing import Sealer
 from clubwire.services import endpoints
 from clubwire.settings import Settings
@@ -289,3 +289,88 @@ def test_the_system_resolver_is_asked_by_default(session: Session, settings: Set
         endpoints.create_endpoint(
             session, club, "https://localhost/x", ["member.updated"], EPOCH, settings
         )
+
+
+def _saved_rate(sessions: sessionmaker[Session], endpoint_id: str) -> int | None:
+    """The max rate as stored, read back in a session of its own."""
+    with sessions() as session:
+        return session.get_one(Endpoint, endpoint_id).max_rate
+
+
+def test_a_max_rate_is_set_changed_kept_and_cleared(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    hooks = receiver_settings(settings)
+    with sessions.begin() as session:
+        club = make_club(session)
+        endpoint, _ = endpoints.create_endpoint(
+            session, club, "https://127.0.0.1/x", ["member.updated"], EPOCH, hooks, max_rate=20
+        )
+        club_id, endpoint_id = club.id, endpoint.id
+        assert endpoints.describe(endpoint)["maxRate"] == 20
+    assert _saved_rate(sessions, endpoint_id) == 20
+    for change, saved in [(1000, 1000), (None, 1000), (rates.NO_LIMIT, None), (None, None)]:
+        with sessions.begin() as session:
+            changed = endpoints.update_endpoint(
+                session, club_id, endpoint_id, EPOCH, hooks, kinds=["game.updated"], max_rate=change
+            )
+            assert endpoints.describe(changed)["maxRate"] == saved
+        assert _saved_rate(sessions, endpoint_id) == saved
+
+
+def test_an_endpoint_starts_without_a_max_rate(session: Session, settings: Settings) -> None:
+    endpoint, _ = make_endpoint(session, make_club(session), settings)
+    session.commit()
+    assert endpoint.max_rate is None
+    assert endpoints.describe(endpoint)["maxRate"] is None
+    assert session.scalar(text("SELECT max_rate FROM endpoints")) is None
+
+
+@pytest.mark.parametrize(
+    ("rate", "message"),
+    [
+        (0, "^0 is not a max rate: the lowest is 1 delivery per second.$"),
+        (-5, "the lowest is 1"),
+        (1001, "^1001 is not a max rate: the highest is 1000 deliveries per second.$"),
+        (2**63, "the highest is 1000"),
+    ],
+)
+def test_a_max_rate_out_of_range_is_refused_and_nothing_changes(
+    session: Session, settings: Settings, rate: int, message: str
+) -> None:
+    club = make_club(session)
+    hooks = receiver_settings(settings)
+    with pytest.raises(errors.InvalidInput, match=message):
+        endpoints.create_endpoint(
+            session, club, "https://127.0.0.1/x", ["member.updated"], EPOCH, hooks, max_rate=rate
+        )
+    assert _count(session) == 0
+    endpoint, _ = make_endpoint(session, club, settings)
+    with pytest.raises(errors.InvalidInput, match=message):
+        endpoints.update_endpoint(
+            session, club.id, endpoint.id, EPOCH, hooks, url="https://127.0.0.2/y", max_rate=rate
+        )
+    session.commit()
+    assert (endpoint.url, endpoint.max_rate) == ("https://127.0.0.1:9/hooks", None)
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("", rates.NO_LIMIT),
+        ("none", rates.NO_LIMIT),
+        ("7", 7),
+        (12, 12),
+        (rates.NO_LIMIT, rates.NO_LIMIT),
+    ],
+)
+def test_read_max_rate_takes_numbers_and_typed_text(
+    typed: rates.MaxRate | str, read: rates.MaxRate
+) -> None:
+    assert endpoints.read_max_rate(typed) == read
+
+
+@pytest.mark.parametrize("typed", ["1e9", "-1", " 5 ", "５", "5\x00", "9" * 10_000])
+def test_read_max_rate_refuses_hostile_text_as_invalid_input(typed: str) -> None:
+    with pytest.raises(errors.InvalidInput, match="is not a max rate: "):
+        endpoints.read_max_rate(typed)

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, func, inspect, select, text
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
+from clubwire.services import endpoints, events
+from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from clubwire.storage.models import Base
+from clubwire.storage.models import Base, Delivery, QueueHead
 from tests.conftest import make_settings
+from tests.factories import EPOCH, make_club, receiver_settings, registration
 
 
 def test_database_is_at_head(engine: Engine) -> None:
@@ -39,3 +46,108 @@ def test_an_unmigrated_database_is_refused(tmp_path: Path) -> None:
         migrate.require_head(engine)
     finally:
         engine.dispose()
+
+
+def _move(engine: Engine, revision: str, *, down: bool = False) -> None:
+    """Upgrade (or downgrade) the schema to ``revision``, as ``migrate.upgrade`` does."""
+    config = Config()
+    config.set_main_option("script_location", str(migrate.MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        (command.downgrade if down else command.upgrade)(config, revision)
+
+
+def _endpoint_columns(engine: Engine) -> set[str]:
+    return {column["name"] for column in inspect(engine).get_columns("endpoints")}
+
+
+def test_0006_max_rate_goes_and_comes_back_keeping_endpoints_and_deliveries(
+    engine: Engine, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Down to 0005 the column goes, and nothing else (on SQLite, rebuilding the endpoints
+    table would delete their deliveries with it: foreign keys cascade); back up, the
+    endpoints there before have no max rate."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        url, kinds = "https://127.0.0.1/x", ["registration.created"]
+        hooks = receiver_settings(settings)
+        endpoints.create_endpoint(session, club, url, kinds, EPOCH, hooks, max_rate=20)
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+    _move(engine, "0005", down=True)
+    assert "max_rate" not in _endpoint_columns(engine)
+    with engine.connect() as connection:
+        assert connection.scalar(text("SELECT url FROM endpoints")) == url
+        assert connection.scalar(select(func.count()).select_from(Delivery)) == 1
+    _move(engine, "0006")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT url, max_rate FROM endpoints")).one() == (url, None)
+        assert connection.scalar(select(func.count()).select_from(Delivery)) == 1
+    _move(engine, "head")
+    assert migrate.current(engine) == migrate.head()
+
+
+def test_0007_fills_the_queue_heads_and_keeps_every_delivery_and_attempt(
+    engine: Engine, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Up from 0006 each endpoint with unfinished deliveries gets a head due at the earliest
+    of them; ``deliveries.lease_until`` goes (leases move to the heads) without rebuilding
+    the table, which on SQLite would delete every attempt with it; down and up again, the
+    same."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        hooks, kinds = receiver_settings(settings), ["registration.created"]
+        waiting, finished = (
+            endpoints.create_endpoint(session, club, f"https://127.0.0.1/{n}", kinds, EPOCH, hooks)[
+                0
+            ].id
+            for n in range(2)
+        )
+    _move(engine, "0006", down=True)
+    rows = [  # id, endpoint, status, next attempt (seconds after EPOCH), with an attempt
+        ("dlv_late", waiting, "pending", 90, True),
+        ("dlv_soon", waiting, "pending", 30, False),
+        ("dlv_done", finished, "succeeded", None, True),
+    ]
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO events (id, club_id, kind, body, created_at) "
+                "VALUES ('evt_1', :club, 'registration.created', :body, :at)"
+            ),
+            {"club": club.id, "body": b"{}", "at": EPOCH},
+        )
+        for delivery_id, endpoint_id, status, due, attempted in rows:
+            connection.execute(
+                text(
+                    "INSERT INTO deliveries (id, club_id, event_id, endpoint_id, status, attempt,"
+                    " next_attempt_at, next_trigger, lease_until, created_at, updated_at)"
+                    " VALUES (:id, :club, 'evt_1', :endpoint, :status, 1, :due, 'scheduled',"
+                    " :at, :at, :at)"
+                ),
+                {
+                    "id": delivery_id,
+                    "club": club.id,
+                    "endpoint": endpoint_id,
+                    "status": status,
+                    "due": None if due is None else EPOCH + timedelta(seconds=due),
+                    "at": EPOCH,
+                },
+            )
+            if attempted:
+                connection.execute(
+                    text(
+                        "INSERT INTO attempts (delivery_id, number, trigger, started_at,"
+                        " duration_ms, excerpt) VALUES (:id, 1, 'scheduled', :at, 5, '')"
+                    ),
+                    {"id": delivery_id, "at": EPOCH},
+                )
+    for revision, down in (("0007", False), ("0006", True), ("0007", False)):
+        _move(engine, revision, down=down)
+        with engine.connect() as connection:
+            assert connection.scalar(text("SELECT count(*) FROM deliveries")) == 3
+            assert connection.scalar(text("SELECT count(*) FROM attempts")) == 2
+    assert "lease_until" not in {c["name"] for c in inspect(engine).get_columns("deliveries")}
+    with sessions() as session:
+        heads = session.execute(select(QueueHead.endpoint_id, QueueHead.next_due_at)).all()
+    assert heads == [(waiting, EPOCH + timedelta(seconds=30))]
+    _move(engine, "head")

@@ -1,18 +1,20 @@
 """A batch of attempts that one row spoils: the others are recorded as they were, the bad row
-as a failed attempt with a generic error, and a row refused even so is left to its lease.
+as a failed attempt with a generic error, and a row refused even so is left due, to be
+claimed again once its lane is given back.
 
 Rows are made to fail for real: a trigger created in the test database raises for them.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, exc, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain.jobs import Result, judge
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, events, records
 from clubwire.settings import Settings
@@ -26,7 +28,7 @@ LEASE = timedelta(seconds=60)
 POISON = "poison"
 
 
-def _batch(sessions: sessionmaker[Session], settings: Settings) -> list[records.Result]:
+def _batch(sessions: sessionmaker[Session], settings: Settings) -> list[Result]:
     """Three claimed deliveries that succeeded; the last one's answer was ``POISON``."""
     with sessions.begin() as session:
         club = make_club(session)
@@ -34,23 +36,33 @@ def _batch(sessions: sessionmaker[Session], settings: Settings) -> list[records.
         for _ in range(3):
             events.publish(session, club, "registration.created", registration(), EPOCH)
     with sessions.begin() as session:
-        jobs = claims.claim(
-            session, EPOCH, LEASE, dict.fromkeys(claims.due_endpoints(session, EPOCH), 3)
-        )
+        lanes = claims.take_lanes(session, EPOCH, EPOCH + LEASE, "wkr_me", 1)
+        wants = {lane.endpoint_id: (lane, 3) for lane in lanes}
+        jobs = claims.claim(session, EPOCH, EPOCH + LEASE, "wkr_me", wants)
     return [
-        records.Result(job, EPOCH, True, 200, None, 5, POISON if index == 2 else "fine")
+        Result(
+            job,
+            EPOCH,
+            True,
+            200,
+            None,
+            5,
+            POISON if index == 2 else "fine",
+            judge(job, True, EPOCH, SCHEDULE, 0.5),
+        )
         for index, job in enumerate(sorted(jobs, key=lambda job: job.delivery_id))
     ]
 
 
 def _state(sessions: sessionmaker[Session]) -> dict[str, tuple[object, ...]]:
-    """By delivery: its status, attempt, lease, and its attempts' (code, error, excerpt)."""
+    """By delivery: its status, attempt, next attempt, and its attempts' (code, error,
+    excerpt)."""
     with sessions() as session:
         return {
             d.id: (
                 d.status,
                 d.attempt,
-                d.lease_until,
+                d.next_attempt_at,
                 [
                     (a.response_code, a.error, a.excerpt)
                     for a in session.scalars(select(Attempt).where(Attempt.delivery_id == d.id))
@@ -66,21 +78,21 @@ def test_a_refused_row_is_recorded_as_failed_and_the_rest_as_they_were(
     triggers.refuse_attempts(engine, f"NEW.excerpt = '{POISON}'")
     batch = _batch(sessions, settings)
     with pytest.raises(exc.DBAPIError, match="poisoned"), sessions.begin() as session:
-        records.record(session, batch, SCHEDULE, EPOCH)  # the batch as one: it fails
+        records.record(session, batch, EPOCH)  # the batch as one: it fails
 
     refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH)
 
     *fine, bad = (result.job.delivery_id for result in batch)
     assert [(r.delivery_id, r.stand_in_error) for r in refused] == [(bad, None)]
     assert refused[0].error in {"IntegrityError", "ProgrammingError"}  # no receiver text
-    assert _state(sessions) == {
+    state = _state(sessions)
+    due = state[bad][2]  # a failed attempt: retried as the schedule says
+    assert isinstance(due, datetime)
+    assert EPOCH + timedelta(seconds=60) <= due <= EPOCH + timedelta(seconds=66)
+    assert state == {
         **{id_: ("succeeded", 1, None, [(200, None, "fine")]) for id_ in fine},
-        bad: ("pending", 1, None, [(None, records.UNRECORDABLE, "")]),
+        bad: ("pending", 1, due, [(None, records.UNRECORDABLE, "")]),
     }
-    with sessions() as session:  # a failed attempt: retried as the schedule says
-        due = session.get_one(Delivery, bad).next_attempt_at
-        assert due is not None
-        assert EPOCH + timedelta(seconds=60) <= due <= EPOCH + timedelta(seconds=66)
 
 
 def test_when_even_the_stand_in_is_refused_the_others_still_land(
@@ -95,7 +107,7 @@ def test_when_even_the_stand_in_is_refused_the_others_still_land(
     assert [(r.delivery_id, r.error == r.stand_in_error) for r in refused] == [(bad, True)]
     assert _state(sessions) == {
         **{id_: ("succeeded", 1, None, [(200, None, "fine")]) for id_ in fine},
-        bad: ("pending", 0, EPOCH + LEASE, []),  # left to its lease, to be sent again
+        bad: ("pending", 0, EPOCH, []),  # left due, to be sent again
     }
 
 

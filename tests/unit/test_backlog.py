@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clubwire.settings import Settings
-from clubwire.worker.loop import BACKLOG_ROUNDS, backlog_rounds
+from clubwire.worker.lanes import BACKLOG_ROUNDS, backlog_rounds
 
 
 @pytest.mark.parametrize(

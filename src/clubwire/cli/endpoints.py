@@ -7,6 +7,7 @@ import asyncio
 import click
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire import errors
 from clubwire.cli.base import (
     JSON_OPTION,
     cli,
@@ -17,14 +18,38 @@ from clubwire.cli.base import (
     text,
     transaction,
 )
-from clubwire.domain import timestamps
-from clubwire.services import clubs, records
+from clubwire.domain import jobs, rates, timestamps
+from clubwire.services import clubs
 from clubwire.services import endpoints as endpoint_service
 from clubwire.settings import Settings
 from clubwire.worker import running
 
 EVENT_OPTION = click.option(
     "--event", "kinds", multiple=True, help="An event kind to subscribe to; repeat for more."
+)
+
+
+class MaxRate(click.ParamType[rates.MaxRate, str]):
+    """A max rate on the command line: a number of deliveries per second, or ``none``."""
+
+    name = "max rate"
+
+    def convert(
+        self, value: str, param: click.Parameter | None, ctx: click.Context | None
+    ) -> rates.MaxRate:
+        try:
+            return endpoint_service.read_max_rate(value)
+        except errors.InvalidInput as exc:
+            self.fail(exc.detail, param, ctx)
+
+
+MAX_RATE_OPTION = click.option(
+    "--max-rate",
+    type=MaxRate(),
+    default=None,
+    metavar="N|none",
+    help=f"At most N deliveries per second, {rates.LOWEST} to {rates.HIGHEST}; none: no limit "
+    "(an endpoint starts without one).",
 )
 
 
@@ -37,14 +62,17 @@ def endpoint() -> None:
 @click.argument("slug")
 @click.argument("url")
 @EVENT_OPTION
+@MAX_RATE_OPTION
 @JSON_OPTION
-def endpoint_create(slug: str, url: str, kinds: tuple[str, ...], as_json: bool) -> None:
+def endpoint_create(
+    slug: str, url: str, kinds: tuple[str, ...], max_rate: rates.MaxRate | None, as_json: bool
+) -> None:
     """Register an https URL for the events given; prints its id and signing secret (once)."""
     current = settings()
     with transaction(current) as session:
         club = clubs.get_club(session, slug)
         created, secret = endpoint_service.create_endpoint(
-            session, club, url, kinds, timestamps.utc_now(), current
+            session, club, url, kinds, timestamps.utc_now(), current, max_rate=max_rate
         )
         record = endpoint_service.describe(created)
     if as_json:
@@ -73,6 +101,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             text(r["url"]),
             ",".join(r["events"]),  # type: ignore[arg-type]
             "on" if r["enabled"] else "off",
+            "none" if r["maxRate"] is None else f"{r['maxRate']}/s",
             f"{r['deadInARow']} of 5",
             text(r["lastResponseCode"]),
             text(r["lastDeliveryAt"], "never"),
@@ -80,7 +109,17 @@ def endpoint_list(slug: str, as_json: bool) -> None:
         for r in records
     ]
     print_table(
-        rows, ["ID", "URL", "EVENTS", "ENABLED", "DEAD IN A ROW", "LAST CODE", "LAST DELIVERY"]
+        rows,
+        [
+            "ID",
+            "URL",
+            "EVENTS",
+            "ENABLED",
+            "MAX RATE",
+            "DEAD IN A ROW",
+            "LAST CODE",
+            "LAST DELIVERY",
+        ],
     )
 
 
@@ -88,11 +127,17 @@ def endpoint_list(slug: str, as_json: bool) -> None:
 @click.argument("endpoint_id", metavar="ID")
 @click.option("--url", default=None, help="A new https URL.")
 @EVENT_OPTION
+@MAX_RATE_OPTION
 @JSON_OPTION
 def endpoint_update(
-    endpoint_id: str, url: str | None, kinds: tuple[str, ...], as_json: bool
+    endpoint_id: str,
+    url: str | None,
+    kinds: tuple[str, ...],
+    max_rate: rates.MaxRate | None,
+    as_json: bool,
 ) -> None:
-    """Change an endpoint's URL and/or its events (--event replaces the whole list)."""
+    """Change an endpoint's URL, its events (--event replaces the whole list) and/or its max
+    rate (--max-rate none removes it)."""
     current = settings()
     with transaction(current) as session:
         club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
@@ -104,6 +149,7 @@ def endpoint_update(
             current,
             url=url,
             kinds=kinds or None,
+            max_rate=max_rate,
         )
         record = endpoint_service.describe(changed)
     _report(record, as_json, f"Updated {endpoint_id}.")
@@ -184,19 +230,19 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
     if as_json:
         print_json(describe_result(result))
     else:
-        click.echo(records.plain(result))
+        click.echo(jobs.plain(result))
     if not result.ok:
         raise SystemExit(1)
 
 
 async def _send_test(
     current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
-) -> records.Result:
+) -> jobs.Result:
     async with running.attempter(current) as sends:
         return await running.send_test(current, sessions, sends, club_id, endpoint_id)
 
 
-def describe_result(result: records.Result) -> dict[str, object]:
+def describe_result(result: jobs.Result) -> dict[str, object]:
     return {
         "deliveryId": result.job.delivery_id,
         "ok": result.ok,

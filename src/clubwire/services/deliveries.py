@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, joinedload
 from clubwire import errors
 from clubwire.domain import delivery_rules, timestamps
 from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.storage import queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
 DEFAULT_LIMIT = 50
@@ -85,6 +86,9 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     delivery.next_attempt_at = now
     delivery.next_trigger = Trigger.MANUAL
     delivery.updated_at = now
+    session.flush()
+    connection = session.connection()
+    queue.of(connection.dialect.name).mark_due(connection, [delivery.endpoint_id], now)
     return delivery
 
 

@@ -11,10 +11,11 @@ from sqlalchemy import CursorResult, Executable, func, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import addresses, event_catalog, timestamps, webhook_secrets
+from clubwire.domain import addresses, event_catalog, rates, timestamps, webhook_secrets
 from clubwire.domain.delivery_rules import Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
+from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint
 
 Resolve = Callable[[str, int], list[str]]
@@ -29,10 +30,13 @@ def create_endpoint(
     now: datetime,
     settings: Settings,
     resolve: Resolve | None = None,
+    max_rate: rates.MaxRate | None = None,
 ) -> tuple[Endpoint, str]:
-    """Register a receiver URL; returns the endpoint and its signing secret (shown once)."""
+    """Register a receiver URL; returns the endpoint and its signing secret (shown once).
+    ``max_rate``: deliveries a second at most (None or NO_LIMIT: no limit)."""
     subscribed = subscribable(kinds)
     checked = check_url(url, settings, resolve)
+    rate = rates.NO_LIMIT if max_rate is None else read_max_rate(max_rate)
     # The club's row is locked first (on PostgreSQL), so that creations racing each other
     # count one after another and the limit holds; SQLite has one writer anyway.
     session.execute(select(Club.id).where(Club.id == club.id).with_for_update())
@@ -51,6 +55,7 @@ def create_endpoint(
         secret_sealed=secret_keys.sealer(session, settings).seal(secret),
         enabled=True,
         dead_in_a_row=0,
+        max_rate=_stored(rate),
         created_at=now,
         updated_at=now,
     )
@@ -90,13 +95,18 @@ def update_endpoint(
     url: str | None = None,
     kinds: Iterable[str] | None = None,
     resolve: Resolve | None = None,
+    max_rate: rates.MaxRate | None = None,
 ) -> Endpoint:
-    """Change the URL and/or the subscribed events."""
+    """Change the URL, the subscribed events and/or the max rate (``rates.NO_LIMIT`` clears
+    it); what is None stays as it is."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
+    rate = None if max_rate is None else read_max_rate(max_rate)
     if url is not None:
         endpoint.url = check_url(url, settings, resolve)
     if kinds is not None:
         endpoint.events = " ".join(subscribable(kinds))
+    if rate is not None:
+        endpoint.max_rate = _stored(rate)
     endpoint.updated_at = now
     return endpoint
 
@@ -132,10 +142,13 @@ def enable_endpoint(
         session,
         update(Delivery)
         .where(Delivery.endpoint_id == endpoint.id, Delivery.status == Status.SKIPPED)
-        .values(status=Status.PENDING, next_attempt_at=now, lease_until=None, updated_at=now)
+        .values(status=Status.PENDING, next_attempt_at=now, updated_at=now)
         .execution_options(synchronize_session=False),
-    )
-    return endpoint, resent.rowcount
+    ).rowcount
+    if resent:
+        connection = session.connection()
+        queue.of(connection.dialect.name).mark_due(connection, [endpoint.id], now)
+    return endpoint, resent
 
 
 def count_skipped(session: Session, club_id: str, endpoint_id: str) -> int:
@@ -164,15 +177,19 @@ def rotate_secret(
 
 
 def skip_waiting(session: Session, which: object, now: datetime) -> int:
-    """Mark waiting deliveries matching ``which`` as skipped; returns how many."""
-    result = _execute(
-        session,
+    """Mark waiting deliveries matching ``which`` as skipped, and their endpoints' queue
+    heads say when each is next due; returns how many."""
+    skipped = session.scalars(
         update(Delivery)
         .where(which, Delivery.status == Status.PENDING)  # type: ignore[arg-type]
-        .values(status=Status.SKIPPED, next_attempt_at=None, lease_until=None, updated_at=now)
-        .execution_options(synchronize_session=False),
-    )
-    return result.rowcount
+        .values(status=Status.SKIPPED, next_attempt_at=None, updated_at=now)
+        .returning(Delivery.endpoint_id),
+        execution_options={"synchronize_session": False},
+    ).all()
+    if skipped:
+        connection = session.connection()
+        queue.of(connection.dialect.name).refresh(connection, set(skipped))
+    return len(skipped)
 
 
 def _execute(session: Session, statement: Executable) -> CursorResult[Any]:
@@ -226,6 +243,7 @@ def describe(endpoint: Endpoint) -> dict[str, object]:
         "id": endpoint.id,
         "url": endpoint.url,
         "events": endpoint.events.split(),
+        "maxRate": endpoint.max_rate,
         "enabled": endpoint.enabled,
         "deadInARow": endpoint.dead_in_a_row,
         "lastDeliveryAt": timestamps.to_wire_or_none(endpoint.last_delivery_at),
@@ -234,3 +252,16 @@ def describe(endpoint: Endpoint) -> dict[str, object]:
         "disabledAt": timestamps.to_wire_or_none(endpoint.disabled_at),
         "createdAt": timestamps.to_wire(endpoint.created_at),
     }
+
+
+def read_max_rate(given: rates.MaxRate | str) -> rates.MaxRate:
+    """A max rate given as a number or ``rates.NO_LIMIT``, or as typed in a form or on the
+    command line (empty or ``none``: no limit); else InvalidInput saying what is wrong."""
+    try:
+        return rates.parse(given) if isinstance(given, str) else rates.checked(given)
+    except rates.BadRate as exc:
+        raise errors.InvalidInput(str(exc)) from None
+
+
+def _stored(rate: rates.MaxRate) -> int | None:
+    return None if isinstance(rate, rates.Unlimited) else rate

@@ -7,15 +7,15 @@ from datetime import datetime
 
 import orjson
 from pydantic import BaseModel
-from sqlalchemy import insert, select, text
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
 from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status
+from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
 
-NOTIFY_CHANNEL = "clubwire_deliveries"
 MAX_IDEMPOTENCY_KEY = 255
 
 
@@ -77,7 +77,8 @@ def subscribers(session: Session, club_id: str, kind: str) -> Sequence[Endpoint]
 
 
 def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: datetime) -> None:
-    """One delivery per endpoint, due now (or skipped where the endpoint is off); wakes workers."""
+    """One delivery per endpoint, due now (or skipped where the endpoint is off); the
+    endpoints' queue heads say so, which wakes the workers."""
     if not endpoints:
         return
     rows = [
@@ -96,13 +97,9 @@ def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: 
         for endpoint in endpoints
     ]
     session.execute(insert(Delivery), rows)
-    wake_workers(session)
-
-
-def wake_workers(session: Session) -> None:
-    """On PostgreSQL, tell listening workers at commit that deliveries are due."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
+    connection = session.connection()
+    due = [endpoint.id for endpoint in endpoints if endpoint.enabled]
+    queue.of(connection.dialect.name).mark_due(connection, due, now)
 
 
 def _validated(kind: str, data: object) -> BaseModel:

@@ -103,6 +103,7 @@ class Endpoint(Base):
     last_delivery_at: Mapped[datetime | None]
     last_response_code: Mapped[int | None] = mapped_column(Integer)
     dead_in_a_row: Mapped[int] = mapped_column(Integer, server_default="0")
+    max_rate: Mapped[int | None] = mapped_column(Integer)  # deliveries a second; NULL: no limit
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -151,13 +152,37 @@ class Delivery(Base):
     # Set while an attempt is due (scheduled, or brought forward by Retry); NULL when finished.
     next_attempt_at: Mapped[datetime | None]
     next_trigger: Mapped[str] = mapped_column(String(16), server_default="scheduled")
-    lease_until: Mapped[datetime | None]
     response_code: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
     # Read only where asked for (services.deliveries loads the kind with the delivery).
     event: Mapped[Event] = relationship(lazy="raise", viewonly=True)
+
+
+class QueueHead(Base):
+    """The head of one endpoint's delivery queue (ADR 0008): when its next delivery is due,
+    and which worker's lease holds its lane. ``next_due_at`` is the earliest
+    ``next_attempt_at`` of the endpoint's unfinished deliveries (NULL: none), kept in the
+    transaction that changes them; a worker that leases the lane keeps it until it gives the
+    lane back. Finding due work reads these rows only, however many deliveries wait."""
+
+    __tablename__ = "queue_heads"
+    __table_args__ = (
+        Index(
+            "ix_queue_heads_next_due_at",
+            "next_due_at",
+            sqlite_where=text("next_due_at IS NOT NULL"),
+            postgresql_where=text("next_due_at IS NOT NULL"),
+        ),
+    )
+
+    endpoint_id: Mapped[str] = mapped_column(
+        ForeignKey("endpoints.id", ondelete="CASCADE"), primary_key=True
+    )
+    next_due_at: Mapped[datetime | None]
+    lease_until: Mapped[datetime | None]
+    lease_token: Mapped[str | None] = mapped_column(String(32))
 
 
 class Attempt(Base):

@@ -32,7 +32,6 @@ from clubwire.web import (
     unstorable,
 )
 from clubwire.worker import lock, running
-from clubwire.worker.loop import Worker
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +73,12 @@ def create_app(
             stack.push_async_callback(access.close)
             for service in services:
                 await stack.enter_async_context(service(sessions))
-            worker = None
             if run_worker:
-                worker = await _start_worker(stack, settings, sessions, clock, metrics)
+                await _start_worker(stack, settings, sessions, clock, metrics)
             yield {
                 "sessions": sessions,
                 "access": access,
                 "clock": clock,
-                "worker": worker,
                 "settings": settings,
                 "engine": engine,
                 "metrics": metrics,
@@ -114,14 +111,14 @@ async def _start_worker(
     sessions: sessionmaker[Session],
     clock: Callable[[], datetime],
     metrics: Metrics,
-) -> Worker | None:
+) -> None:
     """The in-process worker, unless another process holds the SQLite worker lock."""
     try:
         stack.enter_context(lock.single_worker(settings))
     except errors.AlreadyRunning:
         log.warning("another clubwire worker runs on this database: this process only serves")
-        return None
-    return await stack.enter_async_context(running.running(settings, sessions, clock, metrics))
+        return
+    await stack.enter_async_context(running.running(settings, sessions, clock, metrics))
 
 
 def _public_routes(settings: Settings) -> list[BaseRoute]:

@@ -158,9 +158,6 @@ def router(settings: Settings) -> APIRouter:
         event_id, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
         if not created:
             response.status_code = 200
-        worker = request.state.worker
-        if created and worker is not None:
-            worker.wake()
         return EventOut(id=event_id)
 
     @api.delete(

@@ -243,10 +243,3 @@ def form_step(
     except errors.InvalidInput as exc:
         with transaction(request) as session:
             return again(session, club_for(session, staff, slug), {field: exc.detail})
-
-
-def wake_worker(request: Request) -> None:
-    """Tell the in-process worker (``serve`` on SQLite) that a delivery is due now."""
-    worker = request.state.worker
-    if worker is not None:
-        worker.wake()

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from clubwire.services import deliveries, endpoints, records, web_sessions
+from clubwire.domain import jobs
+from clubwire.services import deliveries, endpoints, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import security, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff
@@ -54,7 +55,6 @@ def retry(
     with ui_base.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         delivery = deliveries.retry(session, club.id, delivery_id, ui_base.now(request))
-    ui_base.wake_worker(request)
     return ui_base.redirect(_back(club, next_path, delivery.endpoint_id))
 
 
@@ -73,7 +73,7 @@ async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str
     sessions: sessionmaker[Session] = request.state.sessions
     async with running.attempter(settings, clock, request.state.metrics) as sends:
         result = await running.send_test(settings, sessions, sends, club.id, endpoint_id, clock)
-    tested = ui_webhooks.Tested(endpoint_id, result.ok, records.plain(result))
+    tested = ui_webhooks.Tested(endpoint_id, result.ok, jobs.plain(result))
     return await run_in_threadpool(_tab, request, staff, slug, tested)
 
 

@@ -11,6 +11,7 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
+from clubwire.domain import rates
 from clubwire.services import deliveries, endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
@@ -26,6 +27,7 @@ class EndpointForm(ui_base.FormFields):
 
     url: str = ""
     event: list[str] = Field(default_factory=list)
+    max_rate: str = ""  # deliveries per second; empty: no limit
 
     def errors(self, settings: Settings) -> dict[str, str]:
         """Each field's message: text the database cannot hold, else the services' checks
@@ -33,7 +35,17 @@ class EndpointForm(ui_base.FormFields):
         return self.unstorable() or ui_base.field_errors(
             url=lambda: endpoints.check_url(self.url, settings),
             events=lambda: endpoints.subscribable(self.event),
+            max_rate=self.rate,
         )
+
+    def rate(self) -> rates.MaxRate:
+        return endpoints.read_max_rate(self.max_rate)
+
+    @classmethod
+    def of(cls, endpoint: Endpoint) -> EndpointForm:
+        """The form filled in with what is saved."""
+        rate = "" if endpoint.max_rate is None else str(endpoint.max_rate)
+        return cls(url=endpoint.url, event=endpoint.events.split(), max_rate=rate)
 
 
 Filled = Annotated[EndpointForm, Form()]
@@ -127,7 +139,9 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
 
     def step(session: Session, club: Club) -> Response:
         now = ui_base.now(request)
-        created = endpoints.create_endpoint(session, club, form.url, form.event, now, settings)
+        created = endpoints.create_endpoint(
+            session, club, form.url, form.event, now, settings, max_rate=form.rate()
+        )
         return webhooks_page(request, session, club, secret=created)
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
@@ -140,8 +154,7 @@ def edit_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Re
     with ui_base.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-    typed = EndpointForm(url=endpoint.url, event=endpoint.events.split())
-    return _edit_page(request, club, endpoint, typed)
+    return _edit_page(request, club, endpoint, EndpointForm.of(endpoint))
 
 
 def _edit_page(
@@ -171,7 +184,7 @@ def update_endpoint(
     def step(session: Session, club: Club) -> Response:
         now = ui_base.now(request)
         endpoints.update_endpoint(
-            session, club.id, endpoint_id, now, settings, form.url, form.event
+            session, club.id, endpoint_id, now, settings, form.url, form.event, max_rate=form.rate()
         )
         return ui_base.redirect(tab_url(club, endpoint_id))
 
@@ -226,11 +239,7 @@ def enable(
     with ui_base.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         now = ui_base.now(request)
-        _, resent = endpoints.enable_endpoint(
-            session, club.id, endpoint_id, now, resend_skipped == "yes"
-        )
-    if resent:
-        ui_base.wake_worker(request)
+        endpoints.enable_endpoint(session, club.id, endpoint_id, now, resend_skipped == "yes")
     return ui_base.redirect(tab_url(club, endpoint_id))
 
 

@@ -4,16 +4,16 @@ line and the metrics)."""
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable
 from datetime import datetime
 
 from clubwire import logs, signing
-from clubwire.domain import delivery_rules, event_catalog
+from clubwire.domain import delivery_rules, event_catalog, jobs
+from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
-from clubwire.services.claims import Job
 from clubwire.services.metrics import Metrics
-from clubwire.services.records import Result
 from clubwire.worker.client import Sender
 
 USER_AGENT = "Service-Webhooks/1.0"
@@ -62,19 +62,15 @@ class Attempter:
             error=outcome.error,
             duration_ms=outcome.duration_ms,
             excerpt=outcome.excerpt,
+            verdict=jobs.judge(job, outcome.ok, self._clock(), self._schedule, random.random()),
         )
         self._tell(result)
         return result
 
     def _tell(self, result: Result) -> None:
-        """The attempt's log line and metrics; its outcome as ``record`` will judge it."""
+        """The attempt's log line and metrics."""
         job = result.job
-        attempt, now = job.attempts_made + 1, self._clock()
-        # The outcome does not depend on when a retry comes due: no need to draw its spread.
-        verdict = delivery_rules.judge(
-            job.status, job.trigger, attempt, result.ok, now, self._schedule, 0
-        )
-        outcome = delivery_rules.outcome(verdict, result.ok)
+        outcome = delivery_rules.outcome(result.verdict, result.ok)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
         if not logs.enabled():
             return

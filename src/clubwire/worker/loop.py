@@ -1,69 +1,44 @@
-"""The delivery loop: find due work, claim it endpoint by endpoint, attempt it, record it.
+"""The delivery loop: the async shell around the lane policy (``worker.lanes``), in named
+steps (ADR 0008): **claim** (lease lanes with due work, claim their jobs), **attempt** (one
+runner per allowed attempt in flight, each sending its lane's jobs one after another; each
+attempt judged once), **record** (in batches, by one task; a batch one row spoils is
+recorded row by row), and **give back** (a lane, once all its attempts are recorded).
 
-Each endpoint in play has a lane: the jobs claimed for it, waiting, and up to
-``max_in_flight_per_endpoint`` runners attempting them one after another, so a slow endpoint
-holds only its own lane and never starves the others; at most ``max_in_flight`` attempts run
-at once in all. A lane asks for more while it still has a round of attempts waiting, so it
-does not run dry; endpoints not in play are found by ``claims.due_endpoints`` when the
-worker is woken (a publish in this process, ``NOTIFY`` on PostgreSQL) and at every poll.
-Neither ever reads past another endpoint's deliveries, however many are due. Claims for
-several lanes share one transaction, and results are recorded in batches by one task (a
-batch that one row spoils is recorded row by row, so no answer can hold up the others).
-Database work runs on a thread of its own (on PostgreSQL, claims and records on one each).
+The worker is woken by the queue (``NOTIFY`` naming endpoints on PostgreSQL, any commit to
+the file on SQLite); idle, it sleeps until the earliest lane is due or a leased lane's lease
+runs out. Database work runs on a thread of its own (on PostgreSQL, claims and records on
+one each).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
-import psycopg
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire import ids
 from clubwire.domain import timestamps
+from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, records
-from clubwire.services.events import NOTIFY_CHANNEL
 from clubwire.settings import Settings
+from clubwire.storage.queue import Lane as Leased
 from clubwire.worker.attempts import Attempter
+from clubwire.worker.lanes import LanePolicy, Limits, Wants
 
 log = logging.getLogger(__name__)
 
 RECORD_INTERVAL = 0.02
-POLL_SQLITE = 0.025
-POLL_POSTGRES = 1.0
+SAFETY_POLL = 30.0  # the longest an idle worker sleeps without being woken
 RETRY_AFTER_ERROR = 1.0
-BACKLOG_ROUNDS = 2
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def backlog_rounds(settings: Settings) -> int:
-    """Rounds of attempts a claimed job may wait behind at its endpoint: up to
-    ``BACKLOG_ROUNDS``, so long as waiting and then its own attempt end inside its lease."""
-    rounds = int(settings.lease_seconds // settings.attempt_timeout) - 1
-    return max(0, min(BACKLOG_ROUNDS, rounds))
-
-
-@dataclass(slots=True, eq=False)
-class Lane:
-    """One endpoint's claimed jobs: waiting in ``queue``, or held by one of its ``runners``."""
-
-    queue: deque[claims.Job] = field(default_factory=deque)
-    runners: int = 0
-    dry: bool = False  # its last claim found fewer due deliveries than it asked for
-
-    @property
-    def held(self) -> int:
-        return len(self.queue) + self.runners
 
 
 class Worker:
@@ -81,45 +56,32 @@ class Worker:
         self._schedule = RetrySchedule(settings.retry_schedule)
         self._lease = timedelta(seconds=settings.lease_seconds)
         self._attempt_span = timedelta(seconds=settings.attempt_timeout)
+        self._token = ids.new_id("wkr")
         self._db = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
-        # PostgreSQL: records overlap claims (they touch disjoint deliveries). SQLite has one
+        # PostgreSQL: records overlap claims (they touch disjoint rows). SQLite has one
         # writer anyway, so both share the one thread there.
         self._record_db = (
             self._db
             if settings.is_sqlite
             else ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
         )
-        # A lane holds its attempts in flight and up to ``rounds`` more rounds waiting, so each
-        # waiting job's attempt still ends inside its lease; it asks for more once it has room
-        # for half a round (or one job), and the worker holds at most as many rounds in all.
-        limit, rounds = settings.max_in_flight_per_endpoint, backlog_rounds(settings)
-        self._limit = limit
-        self._lane_depth = limit * (rounds + 1)
-        self._depth = settings.max_in_flight * (rounds + 1)
-        self._refill = max(1, limit * rounds // 2)
-        self._lanes: dict[str, Lane] = {}
-        self._wanting: dict[str, None] = {}  # endpoints to claim for, in the order they asked
-        self._discover = True  # look for endpoints with due deliveries in the next round
-        self._discovered_at = 0.0  # when it last looked (the event loop's clock)
-        self._given_back: list[claims.Job] = []  # leases too short to attempt in
+        self._lanes = LanePolicy(Limits.of(settings))
         self._gate = asyncio.Semaphore(settings.max_in_flight)
         self._runners: set[asyncio.Task[None]] = set()
-        self._results: list[records.Result] = []
+        self._results: list[Result] = []
         self._flushing = asyncio.Lock()
         self._wake = asyncio.Event()
-        self._poll = POLL_SQLITE if settings.is_sqlite else POLL_POSTGRES
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Deliver until ``stop`` is set; then finish the attempts in flight and record them."""
-        helpers = [asyncio.create_task(self._record_loop())]
-        if not self._settings.is_sqlite:
-            helpers.append(asyncio.create_task(self._listen()))
+        """Deliver until ``stop`` is set; then finish the attempts in flight, record them and
+        give every lane back."""
+        queue_listener = claims.listen(self._settings.sqlalchemy_url, self.wake)
+        helpers = [asyncio.create_task(self._record_loop()), asyncio.create_task(queue_listener)]
         try:
             while not stop.is_set():
                 if not await self._claim_round():
                     await self._idle(stop)
             await self._finish_in_flight()
-            await self._flush()
         finally:
             for helper in helpers:
                 helper.cancel()
@@ -127,140 +89,124 @@ class Worker:
             self._db.shutdown(wait=True)
             self._record_db.shutdown(wait=True)
 
-    async def _finish_in_flight(self) -> None:
-        """Finish the attempts in flight; give the waiting jobs back for others to take now."""
-        for lane in self._lanes.values():
-            self._given_back.extend(lane.queue)
-            lane.queue.clear()
-        await self._give_back()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._settings.attempt_timeout + 5
-        while self._runners and loop.time() < deadline:
-            await asyncio.wait(set(self._runners), timeout=deadline - loop.time())
-
-    def wake(self) -> None:
-        """Look for due deliveries now (a publish in this process)."""
-        self._discover = True
+    def wake(self, endpoint_ids: Collection[str] | None = None) -> None:
+        """Endpoints may have deliveries due (None: any may); see ``LanePolicy.wake``."""
+        self._lanes.wake(endpoint_ids)
         self._wake.set()
 
+    # -- claim ------------------------------------------------------------------------------
+
     async def _claim_round(self) -> bool:
-        """Claim for the lanes that asked and, when it is time, for the endpoints found due;
-        False when there was nothing to claim for."""
+        """Lease lanes and claim jobs for the lanes that asked; False when there was
+        nothing to do."""
         try:
-            await self._give_back()
-            if self._time_to_discover():
-                self._found(await self._in_db(self._db, self._due_endpoints))
-            wants = self._wants()
-            if not wants:
-                return False
-            try:
-                jobs = await self._in_db(self._db, self._claim, wants)
-            except BaseException:
-                self._found(wants)
-                raise
+            return await self._claim()
         except Exception:
             log.exception("claiming due deliveries failed; trying again shortly")
-            self._discover = True
+            self._lanes.claim_failed()
             await asyncio.sleep(RETRY_AFTER_ERROR)
             return False
-        self._deal(jobs, wants)
-        return True
+        finally:
+            self._lanes.claimed()
 
-    def _time_to_discover(self) -> bool:
-        """Woken, or a poll interval since the last look (busy or not: new endpoints and
-        retries coming due are found while the lanes keep claiming)."""
-        now = asyncio.get_running_loop().time()
-        if not (self._discover or now - self._discovered_at >= self._poll):
+    async def _claim(self) -> bool:
+        loop = asyncio.get_running_loop()
+        asked = self._lanes.to_lease()
+        renew = self._lanes.to_renew(loop.time())
+        if not asked[0] and not renew:
             return False
-        self._discover, self._discovered_at = False, now
-        return True
-
-    def _found(self, endpoint_ids: Iterable[str]) -> None:
-        """Endpoints with due deliveries: claim for them, and their lanes may ask again."""
-        for endpoint_id in endpoint_ids:
-            lane = self._lanes.get(endpoint_id)
-            if lane is not None:
-                lane.dry = False
-            self._wanting.setdefault(endpoint_id)
-
-    def _wants(self) -> dict[str, int]:
-        """How many jobs to claim for each endpoint that wants some, within the worker's
-        depth; endpoints left without room keep waiting for the next round."""
-        room = self._depth - sum(lane.held for lane in self._lanes.values())
-        wants = {}
-        for endpoint_id in list(self._wanting):
-            lane = self._lanes.get(endpoint_id)
-            lane_room = self._lane_depth - (lane.held if lane else 0)
-            if lane_room < self._refill:
-                del self._wanting[endpoint_id]  # it asks again when it has room
-            elif room > 0:
-                wants[endpoint_id] = min(lane_room, room)
-                room -= wants[endpoint_id]
-                del self._wanting[endpoint_id]
-        return wants
-
-    def _deal(self, jobs: list[claims.Job], wants: dict[str, int]) -> None:
-        """Queue the claimed jobs in their lanes and start runners for them."""
-        got: Counter[str] = Counter()
-        for job in jobs:
-            self._lanes.setdefault(job.endpoint_id, Lane()).queue.append(job)
-            got[job.endpoint_id] += 1
-        for endpoint_id, wanted in wants.items():
-            lane = self._lanes.get(endpoint_id)
-            if lane is None:
-                continue
-            lane.dry = got[endpoint_id] < wanted
-            for _ in range(min(self._limit - lane.runners, len(lane.queue))):
-                lane.runners += 1
-                runner = asyncio.create_task(self._run_lane(endpoint_id, lane))
+        now = self._clock()
+        until = now + self._lease
+        leased = await self._in_db(self._db, self._take_lanes, now, until, asked, renew)
+        self._lanes.held(leased, renew, asked, loop.time())
+        wants = self._lanes.wants()
+        if wants:
+            held = self._lanes.held_ids()
+            jobs = await self._in_db(self._db, self._claim_jobs, now, until, wants, held)
+            for endpoint_id in self._lanes.deal(jobs, wants):
+                runner = asyncio.create_task(self._run_lane(endpoint_id))
                 self._runners.add(runner)
                 runner.add_done_callback(self._runners.discard)
+        return bool(leased)
 
-    async def _run_lane(self, endpoint_id: str, lane: Lane) -> None:
+    # -- attempt ----------------------------------------------------------------------------
+
+    async def _run_lane(self, endpoint_id: str) -> None:
         """Attempt the lane's jobs one after another until none is waiting."""
+        loop = asyncio.get_running_loop()
         try:
-            while lane.queue:
-                job = lane.queue.popleft()
-                if not lane.dry and self._lane_depth - lane.held >= self._refill:
-                    self._wanting.setdefault(endpoint_id)
+            while (job := self._lanes.next_job(endpoint_id, loop.time())) is not None:
+                if self._lanes.waiting:
                     self._wake.set()
+                wait = self._lanes.pace(endpoint_id, loop.time())
+                if wait > 0:
+                    await asyncio.sleep(wait)
                 await self._attempt(job)
-                if self._wanting or self._given_back:
+                if self._lanes.waiting:
                     self._wake.set()  # room in all may be what they wait for
         finally:
-            lane.runners -= 1
-            if not lane.held and self._lanes.get(endpoint_id) is lane:
-                del self._lanes[endpoint_id]
+            self._lanes.runner_ended(endpoint_id)
 
-    async def _attempt(self, job: claims.Job) -> None:
+    async def _attempt(self, job: Job) -> None:
         async with self._gate:
             if job.lease_until - self._clock() < self._attempt_span:
-                self._given_back.append(job)  # it waited too long: another round may take it
+                self._lanes.drop(job.endpoint_id, [job])  # claimed again in a later round
                 return
             try:
                 result = await self._attempter.attempt(job)
             except Exception:
                 log.exception(
-                    "attempt of %s failed unexpectedly; its lease will run out", job.delivery_id
+                    "attempt of %s failed unexpectedly; it is claimed again after its lane "
+                    "is given back",
+                    job.delivery_id,
                 )
                 return
         self._results.append(result)
 
-    async def _give_back(self) -> None:
-        if self._given_back:
-            jobs, self._given_back = self._given_back, []
-            await self._in_db(self._db, self._release, jobs)
+    async def _finish_in_flight(self) -> None:
+        """Finish the attempts in flight, drop the waiting jobs (others take them once the
+        lanes are given back), record, and give every lane back."""
+        self._lanes.stop()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._settings.attempt_timeout + 5
+        while self._runners and loop.time() < deadline:
+            await asyncio.wait(set(self._runners), timeout=deadline - loop.time())
+        await self._flush()
+
+    # -- idle -------------------------------------------------------------------------------
 
     async def _idle(self, stop: asyncio.Event) -> None:
-        """Until woken, stopped, or it is time to poll for due deliveries."""
+        """Until woken, stopped, or the earliest lane is due (a safety poll at the latest)."""
         self._wake.clear()
+        timeout = await self._until_due()
+        if timeout <= 0:
+            self._lanes.wake(None)  # the time has come: lease what is due
+            return
         stopping = asyncio.create_task(stop.wait())
         woken = asyncio.create_task(self._wake.wait())
-        await asyncio.wait(
-            {stopping, woken}, timeout=self._poll, return_when=asyncio.FIRST_COMPLETED
-        )
+        await asyncio.wait({stopping, woken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         woken.cancel()
+        if not self._wake.is_set():
+            self._lanes.wake(None)
+
+    async def _until_due(self) -> float:
+        """Seconds until the earliest lane is due or its lease runs out: time to look then
+        (with no room for another lane, only a wake-up helps)."""
+        if not self._lanes.room_for_lanes():
+            return SAFETY_POLL
+        if self._lanes.due_now():
+            return 0.0
+        try:
+            due = await self._in_db(self._db, self._next_due)
+        except Exception:
+            log.exception("reading when deliveries are next due failed")
+            return RETRY_AFTER_ERROR
+        if due is None:
+            return SAFETY_POLL
+        return min(SAFETY_POLL, max(0.0, (due - self._clock()).total_seconds()))
+
+    # -- record -----------------------------------------------------------------------------
 
     async def _record_loop(self) -> None:
         while True:
@@ -272,29 +218,25 @@ class Worker:
                 await asyncio.sleep(RETRY_AFTER_ERROR)
 
     async def _flush(self) -> None:
+        """Record the results, then give back the lanes that are done."""
         async with self._flushing:
-            if not self._results:
-                return
+            done = self._lanes.done(asyncio.get_running_loop().time())
             batch, self._results = self._results, []
             try:
-                await self._in_db(self._record_db, self._record, batch)
+                if batch:
+                    await self._in_db(self._record_db, self._record, batch)
+                self._lanes.recorded(batch)
+                if done:
+                    await self._in_db(self._record_db, self._give_back, done)
             except BaseException:
                 self._results[:0] = batch
+                self._lanes.given_back(done, ok=False)
                 raise
+            self._lanes.given_back(done)
+            if done:
+                self._wake.set()
 
-    async def _listen(self) -> None:
-        url = make_url(self._settings.sqlalchemy_url).set(drivername="postgresql")
-        conninfo = url.render_as_string(hide_password=False)
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    self.wake()
-                    async for _ in conn.notifies():
-                        self.wake()
-            except psycopg.Error:
-                log.warning("LISTEN connection lost; polling until it is back")
-                await asyncio.sleep(RETRY_AFTER_ERROR)
+    # -- the database, on its own thread ----------------------------------------------------
 
     async def _in_db(
         self,
@@ -306,19 +248,32 @@ class Worker:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, lambda: function(*args, **kwargs))
 
-    def _due_endpoints(self) -> list[str]:
+    def _take_lanes(
+        self,
+        now: datetime,
+        until: datetime,
+        asked: tuple[int, Collection[str] | None],
+        renew: list[str],
+    ) -> list[Leased]:
+        count, named = asked
+        with self._sessions.begin() as session:
+            return claims.take_lanes(session, now, until, self._token, count, named, renew)
+
+    def _claim_jobs(
+        self, now: datetime, until: datetime, wants: Wants, held: set[str]
+    ) -> list[Job]:
         with self._sessions() as session:
-            return claims.due_endpoints(session, self._clock())
+            return claims.claim(session, now, until, self._token, wants, held)
 
-    def _claim(self, wants: dict[str, int]) -> list[claims.Job]:
+    def _next_due(self) -> datetime | None:
+        with self._sessions() as session:
+            return claims.next_due(session, self._clock())
+
+    def _give_back(self, endpoint_ids: list[str]) -> None:
         with self._sessions.begin() as session:
-            return claims.claim(session, self._clock(), self._lease, wants)
+            claims.give_back(session, endpoint_ids, self._token, self._clock())
 
-    def _release(self, jobs: list[claims.Job]) -> None:
-        with self._sessions.begin() as session:
-            claims.release(session, jobs)
-
-    def _record(self, results: list[records.Result]) -> None:
+    def _record(self, results: list[Result]) -> None:
         now = self._clock()
         for refused in records.record_batch(self._sessions, results, self._schedule, now):
             tell_refused(refused)
@@ -335,7 +290,7 @@ def tell_refused(refused: records.Refused) -> None:
     else:
         log.error(
             "the attempt of %s could not be recorded (%s, then %s); it is sent again when "
-            "its lease runs out",
+            "its lane is given back",
             refused.delivery_id,
             refused.error,
             refused.stand_in_error,

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import timestamps
+from clubwire.domain import jobs, timestamps
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services import claims, clubs, records, secret_keys
@@ -69,17 +69,17 @@ async def send_test(
     club_id: str,
     endpoint_id: str,
     clock: Callable[[], datetime] = timestamps.utc_now,
-) -> records.Result:
+) -> jobs.Result:
     """Send test: a ``ping`` to one endpoint, one attempt, recorded, its result returned
     (refused first when the secret key cannot open the stored secrets)."""
     lease = timedelta(seconds=settings.lease_seconds)
 
-    def create() -> claims.Job:
+    def create() -> jobs.Job:
         with sessions.begin() as session:
             club = clubs.get_club_by_id(session, club_id)
             return claims.create_test_job(session, club, endpoint_id, clock(), lease)
 
-    def record(result: records.Result) -> None:
+    def record(result: jobs.Result) -> None:
         schedule = RetrySchedule(settings.retry_schedule)
         for refused in records.record_batch(sessions, [result], schedule, clock()):
             loop.tell_refused(refused)

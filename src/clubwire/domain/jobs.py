@@ -1,0 +1,64 @@
+"""What the delivery engine passes between its steps (claim → attempt → judge → record):
+plain values, with no database or network behind them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from clubwire.domain import delivery_rules
+from clubwire.domain.delivery_rules import Status, Trigger, Verdict
+from clubwire.domain.retry import RetrySchedule
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed delivery: everything one attempt needs. ``lease_until`` is when the lease of
+    its endpoint's lane (``lease``, the lease's token) runs out, as it stood at the claim;
+    a Send test has no lane (``lease`` is None)."""
+
+    delivery_id: str
+    club_id: str
+    endpoint_id: str
+    kind: str
+    url: str
+    secret_sealed: str
+    body: bytes
+    status: Status
+    attempts_made: int
+    trigger: Trigger
+    lease_until: datetime
+    lease: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one attempt of a job gave, and where it moves the delivery (``verdict``, judged
+    once, when the attempt ends); ``error`` and ``excerpt`` already safe to store and show
+    (``worker.client`` cuts and cleans them where they enter)."""
+
+    job: Job
+    started_at: datetime
+    ok: bool
+    response_code: int | None
+    error: str | None
+    duration_ms: int
+    excerpt: str
+    verdict: Verdict
+
+
+def judge(job: Job, ok: bool, now: datetime, schedule: RetrySchedule, draw: float) -> Verdict:
+    """Where an attempt of ``job`` that was ``ok`` or not, ending ``now``, moves its
+    delivery; ``draw`` (0 ≤ draw < 1, at random) places a retry within its step's spread,
+    so that one endpoint's retries do not come due together."""
+    attempt = job.attempts_made + 1
+    return delivery_rules.judge(job.status, job.trigger, attempt, ok, now, schedule, draw)
+
+
+def plain(result: Result) -> str:
+    """The outcome in plain words, for the CLI and the settings UI: ``200 in 43 ms``, or
+    what went wrong."""
+    if result.ok:
+        return f"{result.response_code} in {result.duration_ms} ms"
+    reason = result.error or f"the receiver answered {result.response_code}"
+    return f"failed: {reason} (after {result.duration_ms} ms)"

@@ -1,0 +1,276 @@
+"""What both databases' queues share: the queue heads' statements, written once in Core."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    ScalarSelect,
+    String,
+    Table,
+    TextClause,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+    update,
+)
+
+from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.jobs import Job, Result
+from clubwire.storage import tables
+from clubwire.storage.queue import rows
+from clubwire.storage.types import UTCDateTime
+
+_h = tables.queue_heads.c
+_d = tables.deliveries.c
+_e = tables.endpoints.c
+_NOW = bindparam("now", type_=UTCDateTime())
+_UNTIL = bindparam("until", type_=UTCDateTime())
+_TOKEN = bindparam("token", type_=String())
+_ENDPOINTS = bindparam("endpoints", type_=String(), expanding=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """A leased endpoint lane: what every attempt to the endpoint needs, read once per claim
+    round (a new URL or secret is used from the next round on), and whether it may be sent
+    to at all (the endpoint on, and its club's module)."""
+
+    endpoint_id: str
+    club_id: str
+    url: str
+    secret_sealed: str
+    open: bool
+    max_rate: int | None  # deliveries a second, None: no limit
+
+    def job(self, row: Row, until: datetime, token: str) -> Job:
+        """One of the lane's due deliveries, as read (``Row``), claimed under ``token``."""
+        delivery_id, _, kind, body, status, attempts, trigger = row
+        return Job(
+            delivery_id,
+            self.club_id,
+            self.endpoint_id,
+            kind,
+            self.url,
+            self.secret_sealed,
+            body,
+            Status(status),
+            attempts,
+            Trigger(trigger),
+            until,
+            token,
+        )
+
+
+# A due delivery as a lane reads it: id, endpoint id, kind, body, status, attempts, trigger.
+Row = tuple[str, str, str, bytes, str, int, str]
+
+
+def _earliest() -> ScalarSelect[Any]:
+    """When the head's endpoint has its next delivery due (one probe of the pending index)."""
+    return (
+        select(_d.next_attempt_at)
+        .where(_d.endpoint_id == _h.endpoint_id, _d.next_attempt_at.is_not(None))
+        .order_by(_d.next_attempt_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _taking(named: bool) -> Any:
+    """Lease up to ``lanes`` due, free heads (those ``named`` only, if so), the longest
+    waiting first; PostgreSQL skips heads another transaction holds."""
+    free = or_(_h.lease_until.is_(None), _h.lease_until < _NOW)
+    chosen = select(_h.endpoint_id).where(_h.next_due_at <= _NOW, free)
+    if named:
+        chosen = chosen.where(_h.endpoint_id.in_(_ENDPOINTS))
+    chosen = chosen.order_by(_h.next_due_at).limit(bindparam("lanes"))
+    return (
+        update(tables.queue_heads)
+        .where(_h.endpoint_id.in_(chosen.with_for_update(skip_locked=True).scalar_subquery()))
+        .values(lease_until=_UNTIL, lease_token=_TOKEN)
+        .returning(_h.endpoint_id, _h.next_due_at)
+    )
+
+
+_TAKE_ANY = _taking(named=False)
+_TAKE_NAMED = _taking(named=True)
+_RENEW = (
+    update(tables.queue_heads)
+    .where(_h.endpoint_id.in_(_ENDPOINTS), _h.lease_token == _TOKEN)
+    .values(lease_until=_UNTIL)
+    .returning(_h.endpoint_id)
+)
+_LANES = (
+    select(
+        _e.id,
+        _e.club_id,
+        _e.url,
+        _e.secret_sealed,
+        _e.enabled & tables.clubs.c.webhooks_enabled,
+        _e.max_rate,
+    )
+    .join(tables.clubs, tables.clubs.c.id == _e.club_id)
+    .where(_e.id.in_(_ENDPOINTS))
+)
+_HOLDING = (
+    select(_h.endpoint_id)
+    .where(_h.endpoint_id.in_(_ENDPOINTS), _h.lease_token == _TOKEN)
+    .order_by(_h.endpoint_id)
+    .with_for_update()
+)
+# A lane given back with deliveries still due goes behind the lanes that waited meanwhile.
+_GIVE_BACK = (
+    update(tables.queue_heads)
+    .where(_h.endpoint_id.in_(_ENDPOINTS))
+    .values(
+        next_due_at=case((_earliest() < _NOW, _NOW), else_=_earliest()),
+        lease_until=None,
+        lease_token=None,
+    )
+)
+_REFRESH = (
+    update(tables.queue_heads).where(_h.endpoint_id.in_(_ENDPOINTS)).values(next_due_at=_earliest())
+)
+# Of every lane with deliveries waiting: when it is due, or, leased, when its lease runs out.
+_NEXT_DUE = select(
+    func.min(case((_h.lease_until > _NOW, _h.lease_until), else_=_h.next_due_at))
+).where(_h.next_due_at.is_not(None))
+
+
+class Queue:
+    """The queue's operations; each runs in the caller's transaction on ``connection``. The
+    subclasses give what their database does its own way."""
+
+    _insert: Callable[[Table], Any]  # the database's INSERT with ON CONFLICT
+    _insert_attempts: TextClause  # attempts from the JSON document ``:attempts``
+    _move: TextClause  # deliveries moved by the JSON document ``:moves``
+
+    def mark_due(
+        self, connection: Connection, endpoint_ids: Collection[str], now: datetime
+    ) -> None:
+        """The endpoints have a delivery due at ``now`` (a publish, Retry, a resend): their
+        heads say so, and listening workers are told when the transaction commits. The head
+        is written even when already due, so that a worker giving the lane back at the same
+        moment waits for this transaction and then sees its deliveries."""
+        if endpoint_ids:
+            rows = [{"endpoint_id": e, "next_due_at": now} for e in sorted(endpoint_ids)]
+            connection.execute(_upsert(self._insert), rows)
+            self.wake(connection, endpoint_ids)
+
+    def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
+        """Tell listening workers, once the transaction commits, that the endpoints changed."""
+        raise NotImplementedError
+
+    def take(
+        self,
+        connection: Connection,
+        now: datetime,
+        until: datetime,
+        token: str,
+        lanes: int,
+        named: Collection[str] | None = None,
+    ) -> list[str]:
+        """Lease up to ``lanes`` lanes with deliveries due (of the ``named`` endpoints only,
+        if given) under ``token`` until ``until``; the endpoints leased, the longest waiting
+        first."""
+        if named is not None and not named:
+            return []
+        values: dict[str, object] = {"now": now, "until": until, "token": token, "lanes": lanes}
+        if named is not None:
+            values["endpoints"] = list(named)
+        taken = connection.execute(_TAKE_ANY if named is None else _TAKE_NAMED, values).all()
+        # RETURNING keeps no order: the longest waiting first, as they were chosen.
+        return [endpoint_id for endpoint_id, _ in sorted(taken, key=lambda row: (row[1], row[0]))]
+
+    def renew(
+        self, connection: Connection, endpoint_ids: Collection[str], token: str, until: datetime
+    ) -> list[str]:
+        """Extend the leases still held under ``token``; the endpoints still held."""
+        if not endpoint_ids:
+            return []
+        values = {"endpoints": list(endpoint_ids), "token": token, "until": until}
+        return list(connection.execute(_RENEW, values).scalars())
+
+    def lanes(self, connection: Connection, endpoint_ids: Collection[str]) -> list[Lane]:
+        """What attempts to these endpoints need, read once for each lane."""
+        if not endpoint_ids:
+            return []
+        rows = connection.execute(_LANES, {"endpoints": list(endpoint_ids)})
+        return [
+            Lane(endpoint_id, club_id, url, sealed, bool(open_), rate)
+            for endpoint_id, club_id, url, sealed, open_, rate in rows
+        ]
+
+    def jobs(
+        self,
+        connection: Connection,
+        now: datetime,
+        wants: Mapping[str, int],
+        held: Collection[str],
+    ) -> list[Row]:
+        """Up to ``wants[endpoint]`` of each endpoint's due deliveries, oldest first, but
+        for those in ``held`` (claimed already, not recorded yet); nothing is written."""
+        raise NotImplementedError
+
+    def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:
+        """Store the attempts and move each delivery as its verdict says, unless another
+        attempt of it was recorded first (its attempts or status no longer what the job
+        read); attempts of deliveries deleted meanwhile are dropped. Two statements, each
+        reading the batch as one JSON document (``rows``)."""
+        if not results:
+            return
+        dialect = connection.dialect
+        ids = [result.job.delivery_id for result in results]
+        values = {"attempts": rows.attempts(results, dialect), "ids": ids}
+        connection.execute(self._insert_attempts, values)
+        connection.execute(
+            self._move, {"moves": rows.moves(results, dialect), "ids": ids, "now": now}
+        )
+
+    def give_back(
+        self, connection: Connection, endpoint_ids: Collection[str], token: str, now: datetime
+    ) -> None:
+        """End the leases still held under ``token``; each head then says when its endpoint
+        is next due: ``now`` at the earliest, so that an endpoint with deliveries still due
+        queues behind those that waited while it was served (turns, not the oldest delivery
+        first, which would let one big backlog hold a worker). Their heads are locked first,
+        so a publish committing meanwhile is seen."""
+        if not endpoint_ids:
+            return
+        values = {"endpoints": list(endpoint_ids), "token": token}
+        held = list(connection.execute(_HOLDING, values).scalars())
+        if held:
+            connection.execute(_GIVE_BACK, {"endpoints": held, "now": now})
+
+    def refresh(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
+        """Recompute the heads after their deliveries were skipped or removed."""
+        if endpoint_ids:
+            connection.execute(_REFRESH, {"endpoints": list(endpoint_ids)})
+
+    async def listen(self, url: str, wake: Callable[[Collection[str] | None], None]) -> None:
+        """Call ``wake`` with the endpoints that changed (None: any may have), until
+        cancelled."""
+        raise NotImplementedError
+
+    def next_due(self, connection: Connection, now: datetime) -> datetime | None:
+        """When a worker should next look: the earliest head due, or a leased head's lease
+        running out (one read of the heads with deliveries waiting)."""
+        return connection.execute(_NEXT_DUE, {"now": now}).scalar()
+
+
+def _upsert(insert: Callable[[Table], Any]) -> Any:
+    """Insert the heads as due, or bring existing ones forward (never back)."""
+    statement: Any = insert(tables.queue_heads)
+    new = statement.excluded.next_due_at
+    later = or_(_h.next_due_at.is_(None), _h.next_due_at > new)
+    return statement.on_conflict_do_update(
+        index_elements=[_h.endpoint_id],
+        set_={"next_due_at": case((later, new), else_=_h.next_due_at)},
+    )

@@ -1,0 +1,73 @@
+"""A batch of results as the rows the record statements read, one JSON document per batch:
+a fraction of the work of a row-by-row ``executemany`` for client and server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import orjson
+from sqlalchemy import Dialect
+
+from clubwire.domain.delivery_rules import Trigger
+from clubwire.domain.jobs import Result
+from clubwire.storage.types import UTCDateTime
+
+_Stored = Callable[[datetime | None], object]
+
+# The columns a recorded attempt sets on its delivery, from the document's row ``m``, with
+# the guard that the delivery is still as its job read it.
+MOVED = f"""
+    status = m.status, attempt = m.attempt, next_attempt_at = m.next_attempt_at,
+    next_trigger = '{Trigger.SCHEDULED}', response_code = m.response_code, updated_at = :now
+"""
+STILL_AS_READ = (
+    "deliveries.id = m.id AND deliveries.attempt = m.attempt - 1 AND deliveries.status = m.was"
+)
+
+
+def attempts(results: Sequence[Result], dialect: Dialect) -> str:
+    stored = _stored_times(dialect)
+    return document(
+        [
+            {
+                "delivery_id": result.job.delivery_id,
+                "number": result.job.attempts_made + 1,
+                "trigger": str(result.job.trigger),
+                "started_at": stored(result.started_at),
+                "duration_ms": result.duration_ms,
+                "response_code": result.response_code,
+                "error": result.error,
+                "excerpt": result.excerpt,
+            }
+            for result in results
+        ]
+    )
+
+
+def moves(results: Sequence[Result], dialect: Dialect) -> str:
+    """Each delivery's next state, and the status it must still have for the move to apply."""
+    stored = _stored_times(dialect)
+    return document(
+        [
+            {
+                "id": result.job.delivery_id,
+                "was": str(result.job.status),
+                "attempt": result.job.attempts_made + 1,
+                "status": str(result.verdict.status),
+                "next_attempt_at": stored(result.verdict.next_attempt_at),
+                "response_code": result.response_code,
+            }
+            for result in results
+        ]
+    )
+
+
+def document(rows: Sequence[object]) -> str:
+    return orjson.dumps(rows).decode()
+
+
+def _stored_times(dialect: Dialect) -> _Stored:
+    """Datetimes as the database stores them (text on SQLite), for JSON documents."""
+    process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    return process if process is not None else (lambda value: value)

@@ -1,0 +1,315 @@
+"""The worker's lane policy (ADR 0008): plain bookkeeping, with no I/O and no clock of its own
+(times are the event loop's, passed in), so that it is tested step by step.
+
+Each endpoint the worker has leased has a lane: the jobs claimed for it, waiting in its
+queue or held by one of its runners (at most ``per_endpoint``), and every job claimed and
+not recorded yet. A lane asks for more while it has room for a refill, so it does not run
+dry, and for ``turn`` seconds at most; then it drains and is given back, so that the
+endpoints that waited longest are leased next, by this worker or another. The worker holds
+at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max rate holds
+``rate_seconds`` of attempts and starts them ``1 / rate`` seconds apart.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from clubwire.domain.jobs import Job, Result
+from clubwire.settings import Settings
+from clubwire.storage.queue import Lane as Leased
+
+BACKLOG_ROUNDS = 2
+LANE_TURN = 5.0
+RATE_SECONDS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    per_endpoint: int  # attempts in flight to one endpoint
+    lane_depth: int  # jobs one lane holds
+    depth: int  # jobs the worker holds in all
+    refill: int  # a lane asks for more once it has room for this many
+    max_lanes: int  # lanes the worker holds at once
+    turn: float = LANE_TURN  # seconds a lane asks for more before it is given back
+    rate_seconds: int = RATE_SECONDS  # with a max rate, seconds of attempts a lane holds
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """A lane holds its attempts in flight and up to ``backlog_rounds`` more rounds
+        waiting, so each waiting job's attempt still ends inside its lease; it asks for more
+        once it has room for half a round (or one job); the worker holds as many rounds of
+        ``max_in_flight``."""
+        per_endpoint, rounds = settings.max_in_flight_per_endpoint, backlog_rounds(settings)
+        return cls(
+            per_endpoint=per_endpoint,
+            lane_depth=per_endpoint * (rounds + 1),
+            depth=settings.max_in_flight * (rounds + 1),
+            refill=max(1, per_endpoint * rounds // 2),
+            max_lanes=settings.max_in_flight,
+        )
+
+
+def backlog_rounds(settings: Settings) -> int:
+    """Rounds of attempts a claimed job may wait behind at its endpoint: up to
+    ``BACKLOG_ROUNDS``, so long as waiting and then its own attempt end inside its lease."""
+    rounds = int(settings.lease_seconds // settings.attempt_timeout) - 1
+    return max(0, min(BACKLOG_ROUNDS, rounds))
+
+
+@dataclass(slots=True, eq=False)
+class Lane:
+    """One leased endpoint: its jobs waiting in ``queue`` or held by one of its ``runners``,
+    and the ids of every job claimed and not recorded yet (``claimed``)."""
+
+    leased: Leased
+    since: float  # when it was leased
+    queue: deque[Job] = field(default_factory=deque)
+    claimed: set[str] = field(default_factory=set)
+    runners: int = 0
+    dry: bool = False  # its last claim found fewer due deliveries than it asked for
+    closing: bool = False  # being given back: it claims nothing more
+    next_start: float = 0.0  # with a max rate: when its next attempt may start
+
+    @property
+    def busy(self) -> int:
+        return len(self.queue) + self.runners
+
+
+Wants = dict[str, tuple[Leased, int]]
+
+
+class LanePolicy:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.lanes: dict[str, Lane] = {}
+        self.stopping = False
+        self._wanting: dict[str, None] = {}  # lanes to claim for, in the order they asked
+        self._named: set[str] = set()  # endpoints a wake-up named, to lease
+        self._discover = True  # lease any lanes with due work in the next round
+        self._claiming: set[str] = set()  # lanes in the claim under way
+
+    # -- wake-ups -----------------------------------------------------------------------------
+
+    def wake(self, endpoint_ids: Collection[str] | None) -> None:
+        """Endpoints may have deliveries due: claim for those whose lanes are held, and lease
+        the others. None: any may have; lease what is due (a held lane that ran dry is given
+        back once drained, and leased again if due)."""
+        if endpoint_ids is None:
+            self._discover = True
+        for endpoint_id in endpoint_ids or ():
+            lane = self.lanes.get(endpoint_id)
+            if lane is None or lane.closing:
+                self._named.add(endpoint_id)
+            else:
+                lane.dry = False
+                self._wanting.setdefault(endpoint_id)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a claim round is wanted once there is room."""
+        return bool(self._wanting or self._named or self._discover)
+
+    def due_now(self) -> bool:
+        """Whether to look at once rather than sleep: there is room, and something to lease."""
+        return bool(self.room_for_lanes() and (self._discover or self._named))
+
+    # -- a claim round ------------------------------------------------------------------------
+
+    def room_for_lanes(self) -> int:
+        room = self._room()
+        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // self.limits.lane_depth))
+        return 0 if room < self.limits.refill or self.stopping else max(0, lanes)
+
+    def to_lease(self) -> tuple[int, Collection[str] | None]:
+        """How many lanes to lease, and of which endpoints (None: any with due work)."""
+        lanes = self.room_for_lanes()
+        if not lanes:
+            return 0, None
+        if self._discover:
+            self._discover, self._named = False, set()
+            return lanes, None
+        named, self._named = self._named, set()
+        return (lanes, named) if named else (0, None)
+
+    def to_renew(self, now: float) -> list[str]:
+        """The held lanes that asked for more and may still: their leases are renewed and
+        their jobs claimed in this round (marked as being claimed until ``claimed``)."""
+        renew = [e for e in self._wanting if self._asks(self.lanes[e], now)]
+        self._wanting.clear()
+        self._claiming.update(renew)
+        return renew
+
+    def held(
+        self,
+        leased: list[Leased],
+        renewed: list[str],
+        asked: tuple[int, Collection[str] | None],
+        now: float,
+    ) -> None:
+        """Lanes leased or renewed as ``asked`` (``to_lease``); renewed lanes not among them
+        were lost (their leases ran out and another worker took them): they claim nothing
+        more. If all the lanes asked for came, more may be due: look again."""
+        got = {lane.endpoint_id for lane in leased}
+        for endpoint_id in renewed:
+            if endpoint_id not in got:
+                self.lanes[endpoint_id].dry = True
+        for fresh in leased:
+            lane = self.lanes.get(fresh.endpoint_id)
+            if lane is None:
+                self.lanes[fresh.endpoint_id] = Lane(fresh, now)
+            else:
+                lane.leased = fresh
+            self._wanting.setdefault(fresh.endpoint_id)
+        count, named = asked
+        if named is None and count and len(got - set(renewed)) >= count:
+            self._discover = True
+
+    def wants(self) -> Wants:
+        """How many jobs to claim for each lane that wants some, within the worker's depth;
+        lanes left without room keep waiting for the next round."""
+        room = self._room()
+        wants = {}
+        for endpoint_id in list(self._wanting):
+            lane = self.lanes[endpoint_id]
+            lane_room = self._room_in(lane)
+            if lane_room < self._refill_of(lane):
+                del self._wanting[endpoint_id]  # it asks again when it has room
+            elif room > 0:
+                wants[endpoint_id] = (lane.leased, min(lane_room, room))
+                room -= wants[endpoint_id][1]
+                del self._wanting[endpoint_id]
+        self._claiming.update(wants)
+        return wants
+
+    def deal(self, jobs: Iterable[Job], wants: Wants) -> list[str]:
+        """Queue the claimed jobs in their lanes; the lanes to start a runner for, one entry
+        per runner (counted as running from now)."""
+        got: Counter[str] = Counter()
+        for job in jobs:
+            lane = self.lanes[job.endpoint_id]
+            lane.queue.append(job)
+            lane.claimed.add(job.delivery_id)
+            got[job.endpoint_id] += 1
+        start = []
+        for endpoint_id, (_, wanted) in wants.items():
+            lane = self.lanes[endpoint_id]
+            lane.dry = got[endpoint_id] < wanted
+            for _ in range(min(self.limits.per_endpoint - lane.runners, len(lane.queue))):
+                lane.runners += 1
+                start.append(endpoint_id)
+        return start
+
+    def claimed(self) -> None:
+        """The claim round is over (done or failed)."""
+        self._claiming.clear()
+
+    def claim_failed(self) -> None:
+        self._discover = True
+
+    def held_ids(self) -> set[str]:
+        """Every job claimed and not recorded yet: the claim reads past them."""
+        return {delivery_id for lane in self.lanes.values() for delivery_id in lane.claimed}
+
+    # -- runners ------------------------------------------------------------------------------
+
+    def next_job(self, endpoint_id: str, now: float) -> Job | None:
+        """The lane's next job, if any; the lane asks for more when it has room for a refill."""
+        lane = self.lanes[endpoint_id]
+        if not lane.queue:
+            return None
+        job = lane.queue.popleft()
+        if self._asks(lane, now) and self._room_in(lane) >= self._refill_of(lane):
+            self._wanting.setdefault(endpoint_id)
+        return job
+
+    def pace(self, endpoint_id: str, now: float) -> float:
+        """Seconds the lane's next attempt waits: with a max rate, attempts start ``1 / rate``
+        seconds apart. One worker holds a lane at a time, so all workers together keep to
+        it (a lane leased afresh may start one attempt sooner)."""
+        lane = self.lanes[endpoint_id]
+        rate = lane.leased.max_rate
+        if rate is None:
+            return 0.0
+        start = max(now, lane.next_start)
+        lane.next_start = start + 1 / rate
+        return start - now
+
+    def drop(self, endpoint_id: str, jobs: Iterable[Job]) -> None:
+        """Jobs given back unattempted (their lease ran short, or the worker stops): nothing
+        was written, so they are simply claimed again in a later round."""
+        lane = self.lanes[endpoint_id]
+        for job in jobs:
+            lane.claimed.discard(job.delivery_id)
+            if job in lane.queue:
+                lane.queue.remove(job)
+
+    def runner_ended(self, endpoint_id: str) -> None:
+        self.lanes[endpoint_id].runners -= 1
+
+    def stop(self) -> None:
+        """Claim nothing more; drop the jobs waiting (others take them once the lanes are
+        given back)."""
+        self.stopping = True
+        for endpoint_id, lane in self.lanes.items():
+            self.drop(endpoint_id, list(lane.queue))
+
+    # -- recording ----------------------------------------------------------------------------
+
+    def recorded(self, results: Iterable[Result]) -> None:
+        for result in results:
+            lane = self.lanes.get(result.job.endpoint_id)
+            if lane is not None:
+                lane.claimed.discard(result.job.delivery_id)
+
+    def done(self, now: float) -> list[str]:
+        """Lanes with nothing waiting or in flight, and none in the claim under way, that
+        claim nothing more: marked closing, to be given back once their results are
+        recorded (``given_back``)."""
+        done = [
+            endpoint_id
+            for endpoint_id, lane in self.lanes.items()
+            if not lane.busy and endpoint_id not in self._claiming and not self._asks(lane, now)
+        ]
+        for endpoint_id in done:
+            self.lanes[endpoint_id].closing = True
+            self._wanting.pop(endpoint_id, None)
+        return sorted(done)
+
+    def given_back(self, endpoint_ids: Iterable[str], ok: bool = True) -> None:
+        """The lanes were given back (what is still due there is leased again, in turn), or
+        giving them back failed (``ok`` false: they stay, and are tried again)."""
+        given = False
+        for endpoint_id in endpoint_ids:
+            if ok:
+                del self.lanes[endpoint_id]
+                given = True
+            else:
+                self.lanes[endpoint_id].closing = False
+        if given:
+            self._discover = True
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _asks(self, lane: Lane, now: float) -> bool:
+        """Whether the lane may still ask for more."""
+        return not (
+            lane.closing or lane.dry or self.stopping or now - lane.since > self.limits.turn
+        )
+
+    def _room(self) -> int:
+        return self.limits.depth - sum(lane.busy for lane in self.lanes.values())
+
+    def _room_in(self, lane: Lane) -> int:
+        rate = lane.leased.max_rate
+        depth = self.limits.lane_depth
+        if rate is not None:
+            depth = min(depth, rate * self.limits.rate_seconds)
+        return depth - lane.busy
+
+    def _refill_of(self, lane: Lane) -> int:
+        rate = lane.leased.max_rate
+        if rate is None:
+            return self.limits.refill
+        return max(1, min(self.limits.refill, rate * self.limits.rate_seconds // 2))

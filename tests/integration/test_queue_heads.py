@@ -1,0 +1,118 @@
+"""The queue heads never fall behind their deliveries (ADR 0008): after any sequence of what
+moves deliveries (publish, claim and record, give back, Retry, switch an endpoint or a
+club's module off and on, resend, delete), every endpoint with an unfinished delivery has a
+head due no later than that delivery (or than now: a lane given back with work due queues
+behind the others), and a head with nothing unfinished behind it is due never. A head due
+too late would hold deliveries back; too early (a second Retry of one delivery moves it a
+little later) only costs a worker one look."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from datetime import datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire import errors
+from clubwire.domain.jobs import Result, judge
+from clubwire.domain.retry import RetrySchedule
+from clubwire.services import claims, clubs, deliveries, endpoints, events, records
+from clubwire.settings import Settings
+from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
+from tests.factories import EPOCH, make_club, make_endpoint, registration
+
+SCHEDULE = RetrySchedule((60, 300, 1800))
+LEASE = timedelta(seconds=60)
+TOKEN = "wkr_me"
+
+
+def _publish(session: Session, rng: random.Random, now: datetime) -> None:
+    club = rng.choice(session.scalars(select(Club)).all())
+    events.publish(session, club, "registration.created", registration(), now)
+
+
+def _attempt(sessions: sessionmaker[Session], rng: random.Random, now: datetime) -> None:
+    """A worker's round: lease what is due, attempt some of it, record, give the lanes back."""
+    with sessions.begin() as session:
+        lanes = claims.take_lanes(session, now, now + LEASE, TOKEN, rng.randint(1, 3))
+    with sessions() as session:
+        wants = {lane.endpoint_id: (lane, rng.randint(1, 4)) for lane in lanes}
+        jobs = claims.claim(session, now, now + LEASE, TOKEN, wants)
+    attempted = [job for job in jobs if rng.random() < 0.8]  # the rest given back unattempted
+    results = []
+    for job in attempted:
+        ok = rng.random() < 0.5
+        verdict = judge(job, ok, now, SCHEDULE, rng.random())
+        results.append(Result(job, now, ok, 200 if ok else 503, None, 3, "", verdict))
+    with sessions.begin() as session:
+        records.record(session, results, now)
+    with sessions.begin() as session:
+        claims.give_back(session, [lane.endpoint_id for lane in lanes], TOKEN, now)
+
+
+def _staff(session: Session, rng: random.Random, now: datetime) -> None:
+    """One of the things staff (or the superadmin) do that moves deliveries."""
+    endpoint = rng.choice(session.scalars(select(Endpoint)).all())
+    club = session.get_one(Club, endpoint.club_id)
+    action = rng.choice(["retry", "off", "on", "resend", "module", "delete"])
+    if action == "retry":
+        ids = session.scalars(select(Delivery.id).where(Delivery.endpoint_id == endpoint.id)).all()
+        if ids:
+            with contextlib.suppress(errors.InvalidInput):  # refused while off: nothing moves
+                deliveries.retry(session, club.id, rng.choice(ids), now)
+    elif action == "off":
+        endpoints.disable_endpoint(session, club.id, endpoint.id, now)
+    elif action in ("on", "resend"):
+        endpoints.enable_endpoint(session, club.id, endpoint.id, now, action == "resend")
+    elif action == "module":
+        clubs.set_webhooks_module(session, club.slug, not club.webhooks_enabled, now)
+    elif len(session.scalars(select(Endpoint)).all()) > 2:
+        endpoints.delete_endpoint(session, club.id, endpoint.id)
+
+
+def _check(sessions: sessionmaker[Session], now: datetime) -> None:
+    with sessions() as session:
+        earliest = dict(
+            session.execute(
+                select(Delivery.endpoint_id, func.min(Delivery.next_attempt_at))
+                .where(Delivery.next_attempt_at.is_not(None))
+                .group_by(Delivery.endpoint_id)
+            ).all()
+        )
+        heads = {head.endpoint_id: head for head in session.scalars(select(QueueHead))}
+    for endpoint_id, due in earliest.items():
+        assert due is not None
+        head = heads[endpoint_id]
+        assert head.lease_until is None  # every lane was given back
+        assert head.next_due_at is not None
+        assert head.next_due_at <= max(due, now)  # given back with work due: behind others
+    stale = [e for e, head in heads.items() if e not in earliest and head.next_due_at]
+    assert stale == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_heads_keep_up_with_their_deliveries(
+    sessions: sessionmaker[Session], settings: Settings, seed: int
+) -> None:
+    rng = random.Random(seed)
+    with sessions.begin() as session:
+        for slug in ("granite", "pebble"):
+            club = make_club(session, slug)
+            for _ in range(2):
+                make_endpoint(session, club, settings)
+    now = EPOCH
+    for _ in range(60):
+        now += timedelta(seconds=rng.choice([0, 1, 30, 90, 400]))
+        step = rng.random()
+        if step < 0.4:
+            with sessions.begin() as session:
+                _publish(session, rng, now)
+        elif step < 0.8:
+            _attempt(sessions, rng, now)
+        else:
+            with sessions.begin() as session:
+                _staff(session, rng, now)
+        _check(sessions, now)

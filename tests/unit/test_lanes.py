@@ -1,0 +1,218 @@
+"""The worker's lane policy, step by step against the queue in memory: limits, turns,
+refills, give-backs, wake-ups, max rates and stopping (ADR 0008)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+
+from clubwire.domain.delivery_rules import Status, Verdict
+from clubwire.domain.jobs import Result
+from clubwire.worker.lanes import LanePolicy, Limits
+from tests.factories import EPOCH
+from tests.memory_queue import MemoryQueue
+
+TOKEN = "wkr_me"
+LEASE = timedelta(seconds=60)
+LIMITS = Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=5.0)
+
+
+class Simulation:
+    """A worker's rounds as ``worker.loop`` runs them, with attempts that succeed at once."""
+
+    def __init__(self, limits: Limits = LIMITS, rates: dict[str, int] | None = None) -> None:
+        self.queue = MemoryQueue(rates)
+        self.policy = LanePolicy(limits)
+        self.clock = 0.0  # the event loop's time
+        self.runners: list[str] = []  # one entry per runner, by endpoint
+        self.results: list[Result] = []
+        self.sent: list[str] = []  # delivery ids, in the order attempted
+
+    def publish(self, endpoint_id: str, count: int) -> None:
+        for _ in range(count):
+            self.queue.add(endpoint_id, f"dlv_{len(self.queue.deliveries)}", self.now)
+
+    @property
+    def now(self) -> datetime:
+        return EPOCH + timedelta(seconds=self.clock)
+
+    def claim(self) -> dict[str, int]:
+        """One claim round; the jobs claimed, by endpoint."""
+        now = self.now
+        until = now + LEASE
+        asked = self.policy.to_lease()
+        renew = self.policy.to_renew(self.clock)
+        count, named = asked
+        taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
+        kept = self.queue.renew(None, renew, TOKEN, until)  # type: ignore[arg-type]
+        self.policy.held(self.queue.lanes(None, [*taken, *kept]), renew, asked, self.clock)  # type: ignore[arg-type]
+        wants = self.policy.wants()
+        counts = {endpoint_id: n for endpoint_id, (_, n) in wants.items()}
+        rows = self.queue.jobs(None, now, counts, self.policy.held_ids())  # type: ignore[arg-type]
+        jobs = [wants[row[1]][0].job(row, until, TOKEN) for row in rows]
+        self.runners += self.policy.deal(jobs, wants)
+        self.policy.claimed()
+        return Counter(job.endpoint_id for job in jobs)
+
+    def attempt(self) -> None:
+        """Each runner attempts one job, or ends."""
+        for endpoint_id in list(self.runners):
+            job = self.policy.next_job(endpoint_id, self.clock)
+            if job is None:
+                self.policy.runner_ended(endpoint_id)
+                self.runners.remove(endpoint_id)
+                continue
+            verdict = Verdict(Status.SUCCEEDED, None, counts_as_success=True)
+            self.results.append(Result(job, EPOCH, True, 200, None, 1, "", verdict))
+            self.sent.append(job.delivery_id)
+
+    def flush(self) -> list[str]:
+        """Record the results and give back the lanes that are done; those lanes."""
+        done = self.policy.done(self.clock)
+        self.queue.record(None, self.results, EPOCH)  # type: ignore[arg-type]
+        self.policy.recorded(self.results)
+        self.results = []
+        self.queue.give_back(None, done, TOKEN, self.now)  # type: ignore[arg-type]
+        self.policy.given_back(done)
+        return done
+
+    def step(self, seconds: float = 0.1) -> None:
+        self.claim()
+        self.attempt()
+        self.flush()
+        self.clock += seconds
+
+    def in_flight(self, endpoint_id: str) -> int:
+        return self.policy.lanes[endpoint_id].runners if endpoint_id in self.policy.lanes else 0
+
+
+def test_a_lane_runs_its_limit_at_once_and_the_worker_holds_its_depth() -> None:
+    world = Simulation()
+    for endpoint in ("we_a", "we_b", "we_c"):
+        world.publish(endpoint, 50)
+    claimed = world.claim()
+    assert claimed == {"we_a": 6, "we_b": 6}  # two lanes of 6 fill the depth of 12
+    assert [world.in_flight(e) for e in ("we_a", "we_b")] == [2, 2]
+    world.attempt()
+    assert world.claim() == {}  # no room until a lane has room for a refill
+
+
+def test_a_lane_asks_for_more_once_it_has_room_for_a_refill() -> None:
+    world = Simulation()
+    world.publish("we_a", 50)
+    assert world.claim() == {"we_a": 6}
+    assert world.claim() == {}  # full: it asks for nothing
+    world.attempt()  # two attempts: four waiting, two runners
+    assert world.claim() == {}
+    world.attempt()  # two more: two waiting, two runners: room for a refill of two
+    assert world.claim() == {"we_a": 2}
+    assert len(world.policy.held_ids()) == 8  # four attempted (not recorded yet), four not
+
+
+def test_jobs_claimed_and_not_recorded_are_never_claimed_twice() -> None:
+    world = Simulation()
+    world.publish("we_a", 30)
+    for _ in range(40):
+        world.step()
+    assert len(world.sent) == len(set(world.sent)) == 30
+
+
+def test_endpoints_with_due_work_take_turns() -> None:
+    """Room for two lanes, four busy endpoints: each lane is given back after its turn, and
+    the endpoints that waited longest are leased next."""
+    world = Simulation(Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=2))
+    for endpoint in ("we_a", "we_b", "we_c", "we_d"):
+        world.publish(endpoint, 500)
+        world.clock += 0.001  # a waits longest, then b, c, d
+    served: list[set[str]] = []
+    for _ in range(3):  # three turns of 5 s
+        seen = set()
+        for _ in range(55):
+            world.step()
+            seen |= set(world.policy.lanes)
+            assert len(world.policy.lanes) <= 2
+        served.append(seen)
+    assert served[0] >= {"we_a", "we_b"}
+    assert {"we_c", "we_d"} <= served[1] | served[2]
+
+
+def test_a_lane_that_ran_dry_is_given_back_once_drained_and_recorded() -> None:
+    world = Simulation()
+    world.publish("we_a", 3)
+    assert world.claim() == {"we_a": 3}  # asked for 6: it ran dry
+    assert world.flush() == []  # jobs still waiting
+    world.attempt()
+    world.attempt()
+    world.attempt()  # the runners end
+    assert world.flush() == ["we_a"]
+    assert world.queue.heads["we_a"].lease_until is None
+    assert world.queue.heads["we_a"].next_due_at is None  # all three succeeded
+
+
+def test_a_lane_in_a_claim_under_way_is_not_given_back() -> None:
+    world = Simulation()
+    world.publish("we_a", 1)
+    world.step()  # sent and recorded; its runner is still there
+    world.attempt()  # the runner ends: the lane ran dry and is idle
+    world.policy.wake(["we_a"])  # a publish named it again
+    assert world.policy.to_renew(world.clock) == ["we_a"]  # a claim for it is under way
+    assert world.policy.done(world.clock) == []
+    world.policy.claimed()
+
+
+def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None:
+    world = Simulation()
+    world.publish("we_a", 6)
+    world.claim()  # we_a leased; it took all it asked for, so it is not dry
+    world.policy.lanes["we_a"].dry = True
+    world.publish("we_b", 1)
+    world.policy.wake(["we_a", "we_b"])
+    assert world.policy.to_lease() == (world.policy.room_for_lanes(), {"we_b"})
+    assert world.policy.to_renew(world.clock) == ["we_a"]
+    world.policy.claimed()
+
+
+def test_a_max_rate_bounds_the_lane_and_spaces_its_attempts() -> None:
+    world = Simulation(rates={"we_slow": 2})
+    world.publish("we_slow", 20)
+    assert world.claim() == {"we_slow": 4}  # two seconds of attempts at 2 a second
+    waits = [world.policy.pace("we_slow", 10.0) for _ in range(4)]
+    assert waits == [0.0, 0.5, 1.0, 1.5]
+
+
+def test_a_job_given_back_unattempted_is_claimed_again() -> None:
+    world = Simulation()
+    world.publish("we_a", 2)
+    world.claim()
+    lane = world.policy.lanes["we_a"]
+    first = lane.queue[0]
+    world.policy.drop("we_a", [first])  # its lease ran short while it waited
+    assert first.delivery_id not in world.policy.held_ids()
+    lane.dry = False
+    world.policy.wake(["we_a"])
+    assert world.claim() == {"we_a": 1}
+
+
+def test_a_lost_lease_claims_nothing_more() -> None:
+    world = Simulation()
+    world.publish("we_a", 20)
+    world.claim()
+    world.queue.heads["we_a"].token = "wkr_other"  # its lease ran out and another took it
+    world.attempt()
+    world.attempt()  # room for a refill: it asks to renew
+    assert world.claim() == {}
+    assert world.policy.lanes["we_a"].dry
+
+
+def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
+    world = Simulation()
+    world.publish("we_a", 20)
+    world.publish("we_b", 20)
+    world.claim()
+    world.policy.stop()
+    assert world.policy.held_ids() == set()
+    assert world.policy.to_lease() == (0, None)
+    world.attempt()  # the runners find nothing waiting and end
+    assert world.flush() == ["we_a", "we_b"]
+    assert world.policy.lanes == {}
+    assert {head.lease_until for head in world.queue.heads.values()} == {None}
