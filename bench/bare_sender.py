@@ -22,9 +22,9 @@ import uvloop
 from sqlalchemy import select
 
 from clubwire import signing
+from clubwire.services.attempts import USER_AGENT
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint, Event
-from clubwire.worker.attempts import USER_AGENT
 from measuring import Drain, Expected, drain_of, own_cpu, wait_for
 from receiver import Receiver
 from testbed import Bed, Clubs

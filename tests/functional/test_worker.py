@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, signing
 from clubwire.domain import event_schemas
-from clubwire.services import endpoints, events
+from clubwire.services import attempts, endpoints, events, pings
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, Event, QueueHead
 from clubwire.web.app import create_app
@@ -157,10 +157,10 @@ def test_send_test_reports_the_outcome_and_never_counts(
         endpoint_id, secret = _endpoint(sessions, hooks, failing.url)
 
         async def send() -> object:
-            async with running.attempter(hooks) as sends:
+            async with attempts.attempter(hooks) as sends:
                 with sessions() as session:
                     club_id = session.get_one(Endpoint, endpoint_id).club_id
-                return await running.send_test(hooks, sessions, sends, club_id, endpoint_id)
+                return await pings.send_test(hooks, sessions, sends, club_id, endpoint_id)
 
         result = asyncio.run(send())
         (request,) = failing.wait_for(1)

@@ -59,7 +59,7 @@ class Simulation:
         for endpoint_id in list(self.runners):
             job = self.policy.next_job(endpoint_id, self.clock)
             if job is None:
-                self.policy.runner_ended(endpoint_id)
+                self.policy.runner_ended(endpoint_id, self.clock)
                 self.runners.remove(endpoint_id)
                 continue
             verdict = Verdict(Status.SUCCEEDED, None, counts_as_success=True)
@@ -173,11 +173,16 @@ def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None
 
 
 def test_a_max_rate_bounds_the_lane_and_spaces_its_attempts() -> None:
-    world = Simulation(rates={"we_slow": 2})
+    world = Simulation(
+        Limits(per_endpoint=8, lane_depth=24, depth=48, refill=8, max_lanes=4), {"we_slow": 2}
+    )
     world.publish("we_slow", 20)
     assert world.claim() == {"we_slow": 4}  # two seconds of attempts at 2 a second
     waits = [world.policy.pace("we_slow", 10.0) for _ in range(4)]
     assert waits == [0.0, 0.5, 1.0, 1.5]
+    world.attempt()  # four runners, each with one job: none waiting
+    world.attempt()  # the runners end, and the lane asks for more
+    assert world.claim() == {"we_slow": 4}
 
 
 def test_a_job_given_back_unattempted_is_claimed_again() -> None:

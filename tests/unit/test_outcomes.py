@@ -10,9 +10,8 @@ import pytest
 from clubwire.domain import delivery_rules, text
 from clubwire.domain.delivery_rules import Outcome, Status, Trigger
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import records
+from clubwire.services import outbound, records
 from clubwire.storage import tables
-from clubwire.worker import client
 from tests.factories import EPOCH
 from tests.functional.outbound.harness import StubResolver
 
@@ -39,7 +38,7 @@ def test_the_outcome_follows_the_verdict(
     assert delivery_rules.outcome(verdict, ok) is expected
 
 
-# -- the texts of an outcome, safe where they enter (worker.client) ----------------------
+# -- the texts of an outcome, safe where they enter (services.outbound) ------------------
 
 
 @pytest.mark.parametrize(
@@ -53,11 +52,11 @@ def test_the_outcome_follows_the_verdict(
     ],
 )
 def test_an_excerpt_is_safe_text(body: bytes, expected: str) -> None:
-    assert client.excerpt(body) == expected
+    assert outbound.excerpt(body) == expected
 
 
 def test_an_excerpt_that_escapes_lengthen_is_cut_to_its_limit() -> None:
-    excerpt = client.excerpt(b"\x00" * 5000)
+    excerpt = outbound.excerpt(b"\x00" * 5000)
     assert len(excerpt) == records.EXCERPT_LIMIT
     assert excerpt.startswith("\\x00\\x00")
     assert excerpt.endswith(text.ELLIPSIS)
@@ -68,10 +67,10 @@ def test_the_error_limit_is_the_size_of_its_column() -> None:
 
 
 def test_a_blocked_name_of_any_length_fits_its_column() -> None:
-    resolver = client.PublicResolver(StubResolver(["10.0.0.1"]))
+    resolver = outbound.PublicResolver(StubResolver(["10.0.0.1"]))
     host = "a" * 300 + ".example"
 
-    with pytest.raises(client.Blocked) as blocked:
+    with pytest.raises(outbound.Blocked) as blocked:
         asyncio.run(resolver.resolve(host))
 
     message = str(blocked.value)

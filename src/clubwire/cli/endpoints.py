@@ -19,10 +19,9 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import jobs, rates, timestamps
-from clubwire.services import clubs
+from clubwire.services import attempts, clubs, pings
 from clubwire.services import endpoints as endpoint_service
 from clubwire.settings import Settings
-from clubwire.worker import running
 
 EVENT_OPTION = click.option(
     "--event", "kinds", multiple=True, help="An event kind to subscribe to; repeat for more."
@@ -238,8 +237,8 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
 async def _send_test(
     current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
 ) -> jobs.Result:
-    async with running.attempter(current) as sends:
-        return await running.send_test(current, sessions, sends, club_id, endpoint_id)
+    async with attempts.attempter(current) as sends:
+        return await pings.send_test(current, sessions, sends, club_id, endpoint_id)
 
 
 def describe_result(result: jobs.Result) -> dict[str, object]:

@@ -272,7 +272,7 @@ def check_resolved(host: str, found: Sequence[str]) -> None:
 
     Used when an endpoint is created or edited, to refuse early with a clear message. An empty
     answer (a name that does not resolve yet) passes: every attempt resolves the name again and
-    connects only to the public addresses it found (``worker.client``), so this check is a
+    connects only to the public addresses it found (``services.outbound``), so this check is a
     courtesy, not the protection.
     """
     if found and not any(is_public_text(text) for text in found):

@@ -10,6 +10,7 @@ and a row the database still refuses as its stand-in: a failed attempt with a ge
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Sequence
 from datetime import datetime
@@ -24,7 +25,9 @@ from clubwire.services import endpoints as endpoint_service
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Delivery, Endpoint
 
-# The most of each text an attempt keeps. ``worker.client`` cuts what receivers answer to
+log = logging.getLogger(__name__)
+
+# The most of each text an attempt keeps. ``services.outbound`` cuts what receivers answer to
 # these where it enters, so no answer is too long for its column.
 ERROR_LIMIT = 200  # the size of attempts.error (String(200) in storage.models)
 EXCERPT_LIMIT = 1000  # characters of the answer's body (attempts.excerpt is Text)
@@ -70,6 +73,24 @@ def record_batch(
         return []
     alone = (_record_alone(sessions, result, schedule, now) for result in results)
     return [refused for refused in alone if refused is not None]
+
+
+def tell_refused(refused: Refused) -> None:
+    """One line for a result the database refused, by ids and kinds of error only."""
+    if refused.stand_in_error is None:
+        log.warning(
+            "the attempt of %s could not be recorded as it was (%s); recorded as failed",
+            refused.delivery_id,
+            refused.error,
+        )
+    else:
+        log.error(
+            "the attempt of %s could not be recorded (%s, then %s); it is sent again when "
+            "its lane is given back",
+            refused.delivery_id,
+            refused.error,
+            refused.stand_in_error,
+        )
 
 
 def _stand_in(result: Result, schedule: RetrySchedule, now: datetime) -> Result:

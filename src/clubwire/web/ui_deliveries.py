@@ -12,11 +12,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from clubwire.domain import jobs
-from clubwire.services import deliveries, endpoints, web_sessions
+from clubwire.services import attempts, deliveries, endpoints, pings, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import security, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff
-from clubwire.worker import running
 
 DELIVERY = "/settings/{slug}/deliveries/{delivery_id}"
 
@@ -71,8 +70,8 @@ async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str
     settings = ui_base.settings_of(request)
     clock: Callable[[], datetime] = request.state.clock
     sessions: sessionmaker[Session] = request.state.sessions
-    async with running.attempter(settings, clock, request.state.metrics) as sends:
-        result = await running.send_test(settings, sessions, sends, club.id, endpoint_id, clock)
+    async with attempts.attempter(settings, clock, request.state.metrics) as sends:
+        result = await pings.send_test(settings, sessions, sends, club.id, endpoint_id, clock)
     tested = ui_webhooks.Tested(endpoint_id, result.ok, jobs.plain(result))
     return await run_in_threadpool(_tab, request, staff, slug, tested)
 

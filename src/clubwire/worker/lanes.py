@@ -245,8 +245,13 @@ class LanePolicy:
             if job in lane.queue:
                 lane.queue.remove(job)
 
-    def runner_ended(self, endpoint_id: str) -> None:
-        self.lanes[endpoint_id].runners -= 1
+    def runner_ended(self, endpoint_id: str, now: float) -> None:
+        """A runner found nothing waiting; the lane asks for more if it may (a lane with a
+        max rate holds no more jobs than runners, so it never asks while popping one)."""
+        lane = self.lanes[endpoint_id]
+        lane.runners -= 1
+        if self._asks(lane, now) and self._room_in(lane) >= self._refill_of(lane):
+            self._wanting.setdefault(endpoint_id)
 
     def stop(self) -> None:
         """Claim nothing more; drop the jobs waiting (others take them once the lanes are

@@ -26,9 +26,9 @@ from clubwire.domain import timestamps
 from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, records
+from clubwire.services.attempts import Attempter
 from clubwire.settings import Settings
 from clubwire.storage.queue import Lane as Leased
-from clubwire.worker.attempts import Attempter
 from clubwire.worker.lanes import LanePolicy, Limits, Wants
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class Worker:
         self._results: list[Result] = []
         self._flushing = asyncio.Lock()
         self._wake = asyncio.Event()
+        self._recordable = asyncio.Event()  # results to record, or lanes that may be done
 
     async def run(self, stop: asyncio.Event) -> None:
         """Deliver until ``stop`` is set; then finish the attempts in flight, record them and
@@ -127,6 +128,7 @@ class Worker:
                 runner = asyncio.create_task(self._run_lane(endpoint_id))
                 self._runners.add(runner)
                 runner.add_done_callback(self._runners.discard)
+        self._recordable.set()  # a lane that found nothing is done: to give back
         return bool(leased)
 
     # -- attempt ----------------------------------------------------------------------------
@@ -145,7 +147,10 @@ class Worker:
                 if self._lanes.waiting:
                     self._wake.set()  # room in all may be what they wait for
         finally:
-            self._lanes.runner_ended(endpoint_id)
+            self._lanes.runner_ended(endpoint_id, loop.time())
+            self._recordable.set()  # the lane may be done: to give back
+            if self._lanes.waiting:
+                self._wake.set()
 
     async def _attempt(self, job: Job) -> None:
         async with self._gate:
@@ -162,6 +167,7 @@ class Worker:
                 )
                 return
         self._results.append(result)
+        self._recordable.set()
 
     async def _finish_in_flight(self) -> None:
         """Finish the attempts in flight, drop the waiting jobs (others take them once the
@@ -209,12 +215,17 @@ class Worker:
     # -- record -----------------------------------------------------------------------------
 
     async def _record_loop(self) -> None:
+        """Record when there is something to record or a lane to give back, gathering what
+        comes in ``RECORD_INTERVAL`` into one batch; idle, it sleeps."""
         while True:
+            await self._recordable.wait()
             await asyncio.sleep(RECORD_INTERVAL)
+            self._recordable.clear()
             try:
                 await self._flush()
             except Exception:
                 log.exception("recording attempts failed; trying again shortly")
+                self._recordable.set()
                 await asyncio.sleep(RETRY_AFTER_ERROR)
 
     async def _flush(self) -> None:
@@ -276,22 +287,4 @@ class Worker:
     def _record(self, results: list[Result]) -> None:
         now = self._clock()
         for refused in records.record_batch(self._sessions, results, self._schedule, now):
-            tell_refused(refused)
-
-
-def tell_refused(refused: records.Refused) -> None:
-    """One line for a result the database refused, by ids and kinds of error only."""
-    if refused.stand_in_error is None:
-        log.warning(
-            "the attempt of %s could not be recorded as it was (%s); recorded as failed",
-            refused.delivery_id,
-            refused.error,
-        )
-    else:
-        log.error(
-            "the attempt of %s could not be recorded (%s, then %s); it is sent again when "
-            "its lane is given back",
-            refused.delivery_id,
-            refused.error,
-            refused.stand_in_error,
-        )
+            records.tell_refused(refused)

@@ -23,8 +23,8 @@ from typing import Self, TypeVar
 import trustme
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from clubwire.services.outbound import Outcome, Sender
 from clubwire.settings import Settings
-from clubwire.worker.client import Outcome, Sender
 from tests.conftest import make_settings
 
 T = TypeVar("T")

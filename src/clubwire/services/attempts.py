@@ -1,20 +1,23 @@
-"""One attempt of one delivery: sign the stored bytes afresh, send them, and tell (a log
-line and the metrics)."""
+"""The delivery engine's attempt step: one attempt of one delivery, for the worker and for
+Send test. Sign the stored bytes afresh, send them, and tell (a log line and the metrics);
+``attempter`` builds the :class:`Attempter` from the settings."""
 
 from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from clubwire import logs, signing
-from clubwire.domain import delivery_rules, event_catalog, jobs
+from clubwire.domain import delivery_rules, event_catalog, jobs, timestamps
 from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.metrics import Metrics
-from clubwire.worker.client import Sender
+from clubwire.services.outbound import Sender
+from clubwire.settings import Settings
 
 USER_AGENT = "Service-Webhooks/1.0"
 
@@ -88,4 +91,21 @@ class Attempter:
                 "error": result.error,
                 "duration_ms": result.duration_ms,
             },
+        )
+
+
+@asynccontextmanager
+async def attempter(
+    settings: Settings,
+    clock: Callable[[], datetime] = timestamps.utc_now,
+    metrics: Metrics | None = None,
+) -> AsyncIterator[Attempter]:
+    """Attempts counted in ``metrics`` (else in metrics no one reads)."""
+    async with Sender(settings) as sender:
+        yield Attempter(
+            sender,
+            Sealer(settings.secret_key_value()),
+            clock,
+            RetrySchedule(settings.retry_schedule),
+            metrics or Metrics(),
         )
