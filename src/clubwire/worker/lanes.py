@@ -108,8 +108,13 @@ class LanePolicy:
 
     @property
     def waiting(self) -> bool:
-        """Whether a claim round is wanted once there is room."""
-        return bool(self._wanting or self._named or self._discover)
+        """Whether a claim round now would have something to do: lanes asking for more
+        while the worker has room, or lanes to lease while it has room for one (asked on
+        every attempt's end, so it must not be true while nothing can be done)."""
+        room = self._room()
+        if self._wanting and room > 0:
+            return True
+        return bool((self._named or self._discover) and self.room_for_lanes(room))
 
     def due_now(self) -> bool:
         """Whether to look at once rather than sleep: there is room, and something to lease."""
@@ -117,8 +122,9 @@ class LanePolicy:
 
     # -- a claim round ------------------------------------------------------------------------
 
-    def room_for_lanes(self) -> int:
-        room = self._room()
+    def room_for_lanes(self, room: int | None = None) -> int:
+        """How many more lanes the worker may lease (``room``: jobs it may still hold)."""
+        room = self._room() if room is None else room
         lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // self.limits.lane_depth))
         return 0 if room < self.limits.refill or self.stopping else max(0, lanes)
 
