@@ -113,9 +113,9 @@ def look(session: Session, now: datetime, settings: Settings) -> Look:
     for one in leased:
         if room <= 0:
             break
-        wants[one.endpoint_id] = (one, min(lane, room))
+        wants[one.endpoint_id] = (one, min(lane, room), until)
         room -= wants[one.endpoint_id][1]
-    jobs = claims.claim(session, now, until, "wkr_bench", wants) if wants else []
+    jobs = claims.claim(session, now, "wkr_bench", wants) if wants else []
     return Look(found - start, time.perf_counter() - start, len(jobs))
 
 

@@ -44,8 +44,8 @@ def _claim(
     with sessions.begin() as session:
         lanes = claims.take_lanes(session, now, now + LEASE, token, 100)
     with sessions() as session:
-        wants = {lane.endpoint_id: (lane, 100) for lane in lanes}
-        return claims.claim(session, now, now + LEASE, token, wants)
+        wants = {lane.endpoint_id: (lane, 100, now + LEASE) for lane in lanes}
+        return claims.claim(session, now, token, wants)
 
 
 def _record(
@@ -343,12 +343,12 @@ def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
     with sessions.begin() as session:
         lanes = {lane.endpoint_id: lane for lane in claims.take_lanes(session, now, now, ME, 9)}
     with sessions() as session:
-        jobs = claims.claim(session, now, now + LEASE, ME, {first.id: (lanes[first.id], 2)})
+        jobs = claims.claim(session, now, ME, {first.id: (lanes[first.id], 2, now + LEASE)})
         assert {job.endpoint_id for job in jobs} == {first.id}
         assert [event_catalog.id_of(job.body) for job in jobs] == [published[1].id, published[0].id]
-        wants = {endpoint_id: (lane, 100) for endpoint_id, lane in lanes.items()}
+        wants = {endpoint_id: (lane, 100, now + LEASE) for endpoint_id, lane in lanes.items()}
         held = [job.delivery_id for job in jobs]
-        left = claims.claim(session, now, now + LEASE, ME, wants, held)
+        left = claims.claim(session, now, ME, wants, held)
     assert {(job.endpoint_id, event_catalog.id_of(job.body)) for job in left} == {
         (first.id, published[2].id),
         *((second.id, event.id) for event in published),

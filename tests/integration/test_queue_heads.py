@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
+import psycopg
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
@@ -22,7 +25,8 @@ from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
-from tests.factories import EPOCH, make_club, make_endpoint, registration
+from clubwire.storage.queue import postgres
+from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800))
 LEASE = timedelta(seconds=60)
@@ -39,8 +43,8 @@ def _attempt(sessions: sessionmaker[Session], rng: random.Random, now: datetime)
     with sessions.begin() as session:
         lanes = claims.take_lanes(session, now, now + LEASE, TOKEN, rng.randint(1, 3))
     with sessions() as session:
-        wants = {lane.endpoint_id: (lane, rng.randint(1, 4)) for lane in lanes}
-        jobs = claims.claim(session, now, now + LEASE, TOKEN, wants)
+        wants = {lane.endpoint_id: (lane, rng.randint(1, 4), now + LEASE) for lane in lanes}
+        jobs = claims.claim(session, now, TOKEN, wants)
     attempted = [job for job in jobs if rng.random() < 0.8]  # the rest given back unattempted
     results = []
     for job in attempted:
@@ -116,3 +120,32 @@ def test_heads_keep_up_with_their_deliveries(
             with sessions.begin() as session:
                 _staff(session, rng, now)
         _check(sessions, now)
+
+
+def test_listening_workers_are_told_which_endpoint_changed(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """On PostgreSQL every change a lane must see names its endpoint, at commit: a publish,
+    a Retry, a new secret, an edit. (SQLite's one worker sees any commit to the file.)"""
+    if settings.is_sqlite:
+        pytest.skip("NOTIFY is PostgreSQL's")
+    hooks = receiver_settings(settings)
+    with sessions.begin() as session:
+        club = make_club(session)
+        endpoint, _ = make_endpoint(session, club, settings)
+    url = make_url(settings.sqlalchemy_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as listener:
+        listener.execute(f"LISTEN {postgres.CHANNEL}")
+        changes: list[Callable[[Session], object]] = [
+            lambda s: events.publish(s, club, "registration.created", registration(), EPOCH),
+            lambda s: endpoints.rotate_secret(s, club.id, endpoint.id, EPOCH, hooks),
+            lambda s: endpoints.update_endpoint(s, club.id, endpoint.id, EPOCH, hooks, max_rate=5),
+            lambda s: deliveries.retry(
+                s, club.id, s.scalars(select(Delivery.id)).first() or "", EPOCH
+            ),
+        ]
+        for change in changes:
+            with sessions.begin() as session:
+                change(session)
+            (notice,) = list(listener.notifies(timeout=5, stop_after=1))
+            assert notice.payload == endpoint.id

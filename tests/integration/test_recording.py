@@ -37,8 +37,8 @@ def _batch(sessions: sessionmaker[Session], settings: Settings) -> list[Result]:
             events.publish(session, club, "registration.created", registration(), EPOCH)
     with sessions.begin() as session:
         lanes = claims.take_lanes(session, EPOCH, EPOCH + LEASE, "wkr_me", 1)
-        wants = {lane.endpoint_id: (lane, 3) for lane in lanes}
-        jobs = claims.claim(session, EPOCH, EPOCH + LEASE, "wkr_me", wants)
+        wants = {lane.endpoint_id: (lane, 3, EPOCH + LEASE) for lane in lanes}
+        jobs = claims.claim(session, EPOCH, "wkr_me", wants)
     return [
         Result(
             job,

@@ -27,6 +27,7 @@ class Simulation:
         self.runners: list[str] = []  # one entry per runner, by endpoint
         self.results: list[Result] = []
         self.sent: list[str] = []  # delivery ids, in the order attempted
+        self.renewed: list[str] = []  # lanes renewed, one entry a renewal
 
     def publish(self, endpoint_id: str, count: int) -> None:
         for _ in range(count):
@@ -41,15 +42,18 @@ class Simulation:
         now = self.now
         until = now + LEASE
         asked = self.policy.to_lease()
-        renew = self.policy.to_renew(self.clock)
+        renew = self.policy.to_renew(self.clock, now)
+        self.renewed += renew
         count, named = asked
-        taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
-        kept = self.queue.renew(None, renew, TOKEN, until)  # type: ignore[arg-type]
-        self.policy.held(self.queue.lanes(None, [*taken, *kept]), renew, asked, self.clock)  # type: ignore[arg-type]
+        if count or renew:
+            taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
+            kept = self.queue.renew(None, renew, TOKEN, until)  # type: ignore[arg-type]
+            leased = self.queue.lanes(None, [*taken, *kept])  # type: ignore[arg-type]
+            self.policy.held(leased, renew, asked, self.clock, until)
         wants = self.policy.wants()
-        counts = {endpoint_id: n for endpoint_id, (_, n) in wants.items()}
+        counts = {endpoint_id: n for endpoint_id, (_, n, _) in wants.items()}
         rows = self.queue.jobs(None, now, counts, self.policy.held_ids())  # type: ignore[arg-type]
-        jobs = [wants[row[1]][0].job(row, until, TOKEN) for row in rows]
+        jobs = [wants[row[1]][0].job(row, wants[row[1]][2], TOKEN) for row in rows]
         self.runners += self.policy.deal(jobs, wants)
         self.policy.claimed()
         return Counter(job.endpoint_id for job in jobs)
@@ -155,7 +159,7 @@ def test_a_lane_in_a_claim_under_way_is_not_given_back() -> None:
     world.step()  # sent and recorded; its runner is still there
     world.attempt()  # the runner ends: the lane ran dry and is idle
     world.policy.wake(["we_a"])  # a publish named it again
-    assert world.policy.to_renew(world.clock) == ["we_a"]  # a claim for it is under way
+    assert world.policy.to_renew(world.clock, world.now) == ["we_a"]  # a claim is under way
     assert world.policy.done(world.clock) == []
     world.policy.claimed()
 
@@ -168,7 +172,7 @@ def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None
     world.publish("we_b", 1)
     world.policy.wake(["we_a", "we_b"])
     assert world.policy.to_lease() == (world.policy.room_for_lanes(), {"we_b"})
-    assert world.policy.to_renew(world.clock) == ["we_a"]
+    assert world.policy.to_renew(world.clock, world.now) == ["we_a"]  # named: read it again
     world.policy.claimed()
 
 
@@ -199,12 +203,15 @@ def test_a_job_given_back_unattempted_is_claimed_again() -> None:
 
 
 def test_a_lost_lease_claims_nothing_more() -> None:
-    world = Simulation()
+    world = Simulation(
+        Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=999)
+    )
     world.publish("we_a", 20)
     world.claim()
-    world.queue.heads["we_a"].token = "wkr_other"  # its lease ran out and another took it
+    world.clock += 61  # the worker stalled: its lease ran out, and another took the lane
+    world.queue.heads["we_a"].token = "wkr_other"
     world.attempt()
-    world.attempt()  # room for a refill: it asks to renew
+    world.attempt()  # room for a refill: its lease is more than half spent, so it renews
     assert world.claim() == {}
     assert world.policy.lanes["we_a"].dry
 
@@ -221,3 +228,23 @@ def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
     assert world.flush() == ["we_a", "we_b"]
     assert world.policy.lanes == {}
     assert {head.lease_until for head in world.queue.heads.values()} == {None}
+
+
+def test_a_lease_is_renewed_when_half_spent_or_when_its_endpoint_changed() -> None:
+    """Claiming more for a held lane reads nothing but its jobs while its lease is fresh."""
+    world = Simulation(
+        Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=999)
+    )
+    world.publish("we_a", 400)
+    world.claim()
+    for _ in range(20):  # two seconds of refills
+        world.step()
+    assert world.renewed == []
+    world.policy.wake(["we_a"])  # its endpoint changed (a new secret, say)
+    world.step()
+    assert world.renewed == ["we_a"]
+    world.clock += 31  # half the 60 s lease, and more
+    for _ in range(3):
+        world.step()
+    assert world.renewed == ["we_a", "we_a"]
+    assert world.queue.heads["we_a"].lease_until == world.now - timedelta(seconds=0.3) + LEASE

@@ -56,17 +56,21 @@ def take_lanes(
 def claim(
     session: Session,
     now: datetime,
-    until: datetime,
     token: str,
-    wants: Mapping[str, tuple[Lane, int]],
+    wants: Mapping[str, tuple[Lane, int, datetime]],
     held: Collection[str] = (),
 ) -> list[Job]:
     """Up to ``count`` due deliveries of each wanted lane, oldest first, but for those
-    ``held`` (claimed already and not recorded yet), as jobs: nothing is written."""
+    ``held`` (claimed already and not recorded yet), as jobs under the lane's lease (until
+    its time): nothing is written."""
     connection = session.connection()
-    counts = {endpoint_id: count for endpoint_id, (_, count) in wants.items()}
+    counts = {endpoint_id: count for endpoint_id, (_, count, _) in wants.items()}
     rows = queue.of(connection.dialect.name).jobs(connection, now, counts, held)
-    return [wants[row[1]][0].job(row, until, token) for row in rows]
+    jobs = []
+    for row in rows:
+        lane, _, until = wants[row[1]]
+        jobs.append(lane.job(row, until, token))
+    return jobs
 
 
 def give_back(session: Session, endpoint_ids: Sequence[str], token: str, now: datetime) -> None:

@@ -108,6 +108,7 @@ def update_endpoint(
     if rate is not None:
         endpoint.max_rate = _stored(rate)
     endpoint.updated_at = now
+    _tell_workers(session, endpoint)
     return endpoint
 
 
@@ -173,6 +174,7 @@ def rotate_secret(
     secret = webhook_secrets.generate(ids.random_base62)
     endpoint.secret_sealed = secret_keys.sealer(session, settings).seal(secret)
     endpoint.updated_at = now
+    _tell_workers(session, endpoint)
     return secret
 
 
@@ -190,6 +192,13 @@ def skip_waiting(session: Session, which: object, now: datetime) -> int:
         connection = session.connection()
         queue.of(connection.dialect.name).refresh(connection, set(skipped))
     return len(skipped)
+
+
+def _tell_workers(session: Session, endpoint: Endpoint) -> None:
+    """At commit, a worker holding the endpoint's lane reads it again (a new URL, secret or
+    max rate is used from its next claim on)."""
+    connection = session.connection()
+    queue.of(connection.dialect.name).wake(connection, [endpoint.id])
 
 
 def _execute(session: Session, statement: Executable) -> CursorResult[Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from clubwire.domain.jobs import Job, Result
 from clubwire.settings import Settings
@@ -32,6 +33,7 @@ class Limits:
     depth: int  # jobs the worker holds in all
     refill: int  # a lane asks for more once it has room for this many
     max_lanes: int  # lanes the worker holds at once
+    lease: timedelta = timedelta(seconds=60)  # how long a lease lasts; renewed at half
     turn: float = LANE_TURN  # seconds a lane asks for more before it is given back
     rate_seconds: int = RATE_SECONDS  # with a max rate, seconds of attempts a lane holds
 
@@ -48,6 +50,7 @@ class Limits:
             depth=settings.max_in_flight * (rounds + 1),
             refill=max(1, per_endpoint * rounds // 2),
             max_lanes=settings.max_in_flight,
+            lease=timedelta(seconds=settings.lease_seconds),
         )
 
 
@@ -65,19 +68,21 @@ class Lane:
 
     leased: Leased
     since: float  # when it was leased
+    lease_until: datetime  # when its lease runs out, unless renewed
     queue: deque[Job] = field(default_factory=deque)
     claimed: set[str] = field(default_factory=set)
     runners: int = 0
     dry: bool = False  # its last claim found fewer due deliveries than it asked for
     closing: bool = False  # being given back: it claims nothing more
     next_start: float = 0.0  # with a max rate: when its next attempt may start
+    stale: bool = False  # its endpoint may have changed: renew and read it again
 
     @property
     def busy(self) -> int:
         return len(self.queue) + self.runners
 
 
-Wants = dict[str, tuple[Leased, int]]
+Wants = dict[str, tuple[Leased, int, datetime]]  # by endpoint: lane, count, lease until
 
 
 class LanePolicy:
@@ -93,17 +98,20 @@ class LanePolicy:
     # -- wake-ups -----------------------------------------------------------------------------
 
     def wake(self, endpoint_ids: Collection[str] | None) -> None:
-        """Endpoints may have deliveries due: claim for those whose lanes are held, and lease
-        the others. None: any may have; lease what is due (a held lane that ran dry is given
-        back once drained, and leased again if due)."""
+        """Endpoints may have deliveries due or have changed: claim for those whose lanes
+        are held, reading their endpoints again, and lease the others. None: any may have;
+        lease what is due, and read every held lane's endpoint again (a held lane that ran
+        dry is given back once drained, and leased again if due)."""
         if endpoint_ids is None:
             self._discover = True
+            for lane in self.lanes.values():
+                lane.stale = True
         for endpoint_id in endpoint_ids or ():
-            lane = self.lanes.get(endpoint_id)
-            if lane is None or lane.closing:
+            held = self.lanes.get(endpoint_id)
+            if held is None or held.closing:
                 self._named.add(endpoint_id)
             else:
-                lane.dry = False
+                held.dry, held.stale = False, True
                 self._wanting.setdefault(endpoint_id)
 
     @property
@@ -139,12 +147,20 @@ class LanePolicy:
         named, self._named = self._named, set()
         return (lanes, named) if named else (0, None)
 
-    def to_renew(self, now: float) -> list[str]:
-        """The held lanes that asked for more and may still: their leases are renewed and
-        their jobs claimed in this round (marked as being claimed until ``claimed``)."""
-        renew = [e for e in self._wanting if self._asks(self.lanes[e], now)]
-        self._wanting.clear()
-        self._claiming.update(renew)
+    def to_renew(self, now: float, wall: datetime) -> list[str]:
+        """Of the held lanes that asked for more and may still, those to renew in this round
+        (their endpoints read again): stale ones, and those whose lease is half spent at the
+        wall-clock time ``wall``. All of them are claimed for (``wants``) and marked as being
+        claimed until ``claimed``; the others keep their lease and endpoint as read."""
+        asking = [e for e in self._wanting if self._asks(self.lanes[e], now)]
+        self._wanting = dict.fromkeys(asking)
+        self._claiming.update(asking)
+        half = self.limits.lease / 2
+        renew = [
+            e for e in asking if self.lanes[e].stale or self.lanes[e].lease_until - wall < half
+        ]
+        for endpoint_id in renew:
+            del self._wanting[endpoint_id]  # back in ``held``, unless lost
         return renew
 
     def held(
@@ -153,10 +169,12 @@ class LanePolicy:
         renewed: list[str],
         asked: tuple[int, Collection[str] | None],
         now: float,
+        until: datetime,
     ) -> None:
-        """Lanes leased or renewed as ``asked`` (``to_lease``); renewed lanes not among them
-        were lost (their leases ran out and another worker took them): they claim nothing
-        more. If all the lanes asked for came, more may be due: look again."""
+        """Lanes leased or renewed until ``until``, as ``asked`` (``to_lease``); renewed
+        lanes not among them were lost (their leases ran out and another worker took them):
+        they claim nothing more. If all the lanes asked for came, more may be due: look
+        again."""
         got = {lane.endpoint_id for lane in leased}
         for endpoint_id in renewed:
             if endpoint_id not in got:
@@ -164,9 +182,9 @@ class LanePolicy:
         for fresh in leased:
             lane = self.lanes.get(fresh.endpoint_id)
             if lane is None:
-                self.lanes[fresh.endpoint_id] = Lane(fresh, now)
+                self.lanes[fresh.endpoint_id] = Lane(fresh, now, until)
             else:
-                lane.leased = fresh
+                lane.leased, lane.lease_until, lane.stale = fresh, until, False
             self._wanting.setdefault(fresh.endpoint_id)
         count, named = asked
         if named is None and count and len(got - set(renewed)) >= count:
@@ -183,7 +201,7 @@ class LanePolicy:
             if lane_room < self._refill_of(lane):
                 del self._wanting[endpoint_id]  # it asks again when it has room
             elif room > 0:
-                wants[endpoint_id] = (lane.leased, min(lane_room, room))
+                wants[endpoint_id] = (lane.leased, min(lane_room, room), lane.lease_until)
                 room -= wants[endpoint_id][1]
                 del self._wanting[endpoint_id]
         self._claiming.update(wants)
@@ -199,7 +217,7 @@ class LanePolicy:
             lane.claimed.add(job.delivery_id)
             got[job.endpoint_id] += 1
         start = []
-        for endpoint_id, (_, wanted) in wants.items():
+        for endpoint_id, (_, wanted, _) in wants.items():
             lane = self.lanes[endpoint_id]
             lane.dry = got[endpoint_id] < wanted
             for _ in range(min(self.limits.per_endpoint - lane.runners, len(lane.queue))):

@@ -112,24 +112,24 @@ class Worker:
 
     async def _claim(self) -> bool:
         loop = asyncio.get_running_loop()
-        asked = self._lanes.to_lease()
-        renew = self._lanes.to_renew(loop.time())
-        if not asked[0] and not renew:
-            return False
         now = self._clock()
-        until = now + self._lease
-        leased = await self._in_db(self._db, self._take_lanes, now, until, asked, renew)
-        self._lanes.held(leased, renew, asked, loop.time())
+        asked = self._lanes.to_lease()
+        renew = self._lanes.to_renew(loop.time(), now)
+        leased = []
+        if asked[0] or renew:
+            until = now + self._lease
+            leased = await self._in_db(self._db, self._take_lanes, now, until, asked, renew)
+            self._lanes.held(leased, renew, asked, loop.time(), until)
         wants = self._lanes.wants()
         if wants:
             held = self._lanes.held_ids()
-            jobs = await self._in_db(self._db, self._claim_jobs, now, until, wants, held)
+            jobs = await self._in_db(self._db, self._claim_jobs, now, wants, held)
             for endpoint_id in self._lanes.deal(jobs, wants):
                 runner = asyncio.create_task(self._run_lane(endpoint_id))
                 self._runners.add(runner)
                 runner.add_done_callback(self._runners.discard)
         self._recordable.set()  # a lane that found nothing is done: to give back
-        return bool(leased)
+        return bool(leased or wants)
 
     # -- attempt ----------------------------------------------------------------------------
 
@@ -270,11 +270,9 @@ class Worker:
         with self._sessions.begin() as session:
             return claims.take_lanes(session, now, until, self._token, count, named, renew)
 
-    def _claim_jobs(
-        self, now: datetime, until: datetime, wants: Wants, held: set[str]
-    ) -> list[Job]:
+    def _claim_jobs(self, now: datetime, wants: Wants, held: set[str]) -> list[Job]:
         with self._sessions() as session:
-            return claims.claim(session, now, until, self._token, wants, held)
+            return claims.claim(session, now, self._token, wants, held)
 
     def _next_due(self) -> datetime | None:
         with self._sessions() as session:
