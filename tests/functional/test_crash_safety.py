@@ -33,7 +33,7 @@ from clubwire.domain import timestamps
 from clubwire.services import endpoints, events
 from clubwire.settings import Settings
 from clubwire.storage import database
-from clubwire.storage.models import Delivery, QueueHead
+from clubwire.storage.models import Delivery, Endpoint, QueueHead
 from tests.conftest import SECRET_KEY, make_settings
 from tests.factories import make_club, registration
 from tests.functional.processes import free_port
@@ -389,6 +389,43 @@ def test_workers_side_by_side_deliver_each_delivery_exactly_once(
             ("succeeded", 1, False)
         }
         assert "Traceback" not in workers.outputs(), workers.outputs()
+    finally:
+        engine.dispose()
+
+
+def test_workers_side_by_side_keep_an_endpoints_max_rate(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    """Three PostgreSQL workers, one endpoint at max rate 10: one worker at a time holds its
+    lane, so together they send no faster than one would (at most one attempt early when
+    the lane changes hands)."""
+    settings = make_settings(postgres_database, tmp_path)
+    engine = database.engine_for(settings)
+    sessions = database.sessions(engine)
+    tls = authority(tmp_path)
+    env = worker_environment(postgres_database, tls.bundle)
+    try:
+        with serving(tls) as receiver, Workers(tmp_path, env) as workers:
+            delivery_ids = publish(sessions, settings, [receiver.url], 30)
+            with sessions.begin() as session:
+                (endpoint,) = session.scalars(select(Endpoint)).all()
+                endpoints.update_endpoint(
+                    session,
+                    endpoint.club_id,
+                    endpoint.id,
+                    timestamps.utc_now(),
+                    settings,
+                    max_rate=10,
+                )
+            for _ in range(3):
+                workers.start()
+            workers.until(lambda: count_settled(sessions) == len(delivery_ids), "30 deliveries")
+        arrivals = sorted(r.at for r in receiver.received)
+        assert len(arrivals) == 30
+        # Any eleven in a row span a second when sent (ten gaps of 0.1 s): allow one early
+        # attempt at a handover and the network's jitter.
+        spans = [arrivals[n + 10] - arrivals[n] for n in range(len(arrivals) - 10)]
+        assert min(spans) >= 0.8, spans
     finally:
         engine.dispose()
 
