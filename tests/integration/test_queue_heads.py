@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -149,3 +149,27 @@ def test_listening_workers_are_told_which_endpoint_changed(
                 change(session)
             (notice,) = list(listener.notifies(timeout=5, stop_after=1))
             assert notice.payload == endpoint.id
+
+
+def test_a_lane_given_back_with_work_due_is_told_to_listening_workers(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """So that an idle worker may take its turn; a lane given back with nothing due is not."""
+    if settings.is_sqlite:
+        pytest.skip("NOTIFY is PostgreSQL's")
+    with sessions.begin() as session:
+        club = make_club(session)
+        busy, done = (make_endpoint(session, club, settings)[0].id for _ in range(2))
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+    with sessions.begin() as session:  # one endpoint's delivery finishes: nothing due there
+        finished = update(Delivery).where(Delivery.endpoint_id == done)
+        session.execute(finished.values(status="succeeded", next_attempt_at=None))
+    with sessions.begin() as session:
+        claims.take_lanes(session, EPOCH, EPOCH + LEASE, TOKEN, 10)
+    url = make_url(settings.sqlalchemy_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as listener:
+        listener.execute(f"LISTEN {postgres.CHANNEL}")
+        with sessions.begin() as session:
+            claims.give_back(session, [busy, done], TOKEN, EPOCH)
+        notices = list(listener.notifies(timeout=2, stop_after=2))
+    assert [notice.payload for notice in notices] == [busy]

@@ -134,6 +134,7 @@ _GIVE_BACK = (
         lease_until=None,
         lease_token=None,
     )
+    .returning(case((_h.next_due_at <= _NOW, _h.endpoint_id)))  # those still due, else NULL
 )
 _REFRESH = (
     update(tables.queue_heads).where(_h.endpoint_id.in_(_ENDPOINTS)).values(next_due_at=_earliest())
@@ -241,13 +242,15 @@ class Queue:
         is next due: ``now`` at the earliest, so that an endpoint with deliveries still due
         queues behind those that waited while it was served (turns, not the oldest delivery
         first, which would let one big backlog hold a worker). Their heads are locked first,
-        so a publish committing meanwhile is seen."""
+        so a publish committing meanwhile is seen. Listening workers are told of the lanes
+        still due, so that an idle one may take its turn."""
         if not endpoint_ids:
             return
         values = {"endpoints": list(endpoint_ids), "token": token}
         held = list(connection.execute(_HOLDING, values).scalars())
         if held:
-            connection.execute(_GIVE_BACK, {"endpoints": held, "now": now})
+            due = connection.execute(_GIVE_BACK, {"endpoints": held, "now": now}).scalars()
+            self.wake(connection, [endpoint_id for endpoint_id in due if endpoint_id])
 
     def refresh(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Recompute the heads after their deliveries were skipped or removed."""
