@@ -307,7 +307,7 @@ def targets(bed: Bed, slugs: list[str], each: int, receiver: Receiver | None) ->
 def report_waiting(rows: list[Row]) -> None:
     print(
         f"\nwaiting work: one dead endpoint holding N deliveries due in 2 h, beside {HEALTHY} "
-        f"healthy endpoints with {HEALTHY_DUE} due each; a look = due_endpoints + claim "
+        f"healthy endpoints with {HEALTHY_DUE} due each; a look = take_lanes + claim "
         "(rolled back), ms; idle CPU: serve (SQLite) / worker (PostgreSQL), % of a core"
     )
     print(

@@ -2,7 +2,7 @@
 each lane's jobs, give lanes back; and Send test's job (ADR 0008).
 
 A worker leases a lane (the endpoint's queue head) for longer than an attempt may take and
-renews the lease with each claim; it writes no delivery until it records an attempt. A
+renews the lease once half spent; it writes no delivery until it records an attempt. A
 worker that dies leaves its leases to run out, and the deliveries it had not recorded are
 claimed again (at least once).
 """
