@@ -30,7 +30,7 @@ from clubwire.storage.types import UTCDateTime
 _h = tables.queue_heads.c
 _d = tables.deliveries.c
 _e = tables.endpoints.c
-_NOW = bindparam("now", type_=UTCDateTime())
+_NOW = rows.NOW
 _UNTIL = bindparam("until", type_=UTCDateTime())
 _TOKEN = bindparam("token", type_=String())
 _ENDPOINTS = bindparam("endpoints", type_=String(), expanding=True)

@@ -9,13 +9,12 @@ from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 
 import psycopg
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
 
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Queue, Row
-from clubwire.storage.types import UTCDateTime
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +23,6 @@ CHANNEL = "clubwire_deliveries"
 IDS_PER_NOTIFY = 200
 RECONNECT_AFTER = 1.0
 
-_NOW = bindparam("now", type_=UTCDateTime())
 
 # The picked ids become an array, so the plan reads deliveries through their index.
 _JOBS = text(
@@ -41,7 +39,7 @@ _JOBS = text(
     JOIN events AS e ON e.id = d.event_id
     ORDER BY d.endpoint_id, d.next_attempt_at
     """
-).bindparams(_NOW)
+).bindparams(rows.NOW)
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _INSERT_ATTEMPTS = text(
@@ -63,7 +61,7 @@ _MOVE = text(
     WHERE deliveries.id = ANY(CAST(:ids AS VARCHAR[]))
         AND {rows.STILL_AS_READ}
     """  # noqa: S608 (a constant of ours, not input)
-).bindparams(_NOW)
+).bindparams(rows.NOW)
 
 
 class PostgresQueue(Queue):

@@ -7,13 +7,16 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import orjson
-from sqlalchemy import Dialect
+from sqlalchemy import Dialect, bindparam
 
 from clubwire.domain.delivery_rules import Trigger
 from clubwire.domain.jobs import Result
 from clubwire.storage.types import UTCDateTime
 
 _Stored = Callable[[datetime | None], object]
+
+# The time of a statement (``:now``), typed as the database stores it.
+NOW = bindparam("now", type_=UTCDateTime())
 
 # The columns a recorded attempt sets on its delivery, from the document's row ``m``, with
 # the guard that the delivery is still as its job read it.

@@ -9,19 +9,17 @@ import sqlite3
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 from sqlalchemy.dialects.sqlite import insert
 from sqlalchemy.engine import make_url
 
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Queue, Row
-from clubwire.storage.types import UTCDateTime
 
 # How often the worker looks for another connection's commit: a publish waits half of it,
 # on average, before the worker sees it.
 CHECK_EVERY = 0.02
 
-_NOW = bindparam("now", type_=UTCDateTime())
 
 _JOBS = text(
     """
@@ -32,7 +30,7 @@ _JOBS = text(
     ORDER BY d.next_attempt_at
     LIMIT :count
     """
-).bindparams(_NOW)
+).bindparams(rows.NOW)
 
 _INSERT_ATTEMPTS = text(
     """
@@ -62,7 +60,7 @@ _MOVE = text(
     FROM m
     WHERE {rows.STILL_AS_READ}
     """  # noqa: S608 (a constant of ours, not input)
-).bindparams(_NOW)
+).bindparams(rows.NOW)
 
 
 class SqliteQueue(Queue):
