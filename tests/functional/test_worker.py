@@ -17,7 +17,7 @@ from clubwire import errors, signing
 from clubwire.domain import event_schemas
 from clubwire.services import attempts, endpoints, events, pings
 from clubwire.settings import Settings
-from clubwire.storage.models import Club, Delivery, Endpoint, Event, QueueHead
+from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event, QueueHead
 from clubwire.web.app import create_app
 from clubwire.worker import lock, loop, running
 from tests.conftest import PLATFORM_TOKEN, SECRET_KEY
@@ -267,7 +267,9 @@ def test_an_endpoint_with_a_max_rate_is_sent_no_faster(
 ) -> None:
     """Max rate 5 a second: twelve deliveries start at least 0.2 s apart, so they take at
     least 2.2 s however many the worker could send at once; another endpoint of the same
-    club is not held back by it."""
+    club is not held back by it. The starts are what the engine paces (as recorded on each
+    attempt): arrivals also carry the receiver's connection set-up, which on a busy machine
+    took 0.7 s and let four paced starts arrive together."""
     with sessions.begin() as session:
         club = make_club(session)
         paced_id, free_id = (
@@ -278,16 +280,20 @@ def test_an_endpoint_with_a_max_rate_is_sent_no_faster(
         )
     _publish(sessions, 12)
     _deliver_until(hooks, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
+    assert len(receiver.wait_for(24)) == 24
     with sessions() as session:
-        endpoint_of = dict(session.execute(select(Delivery.id, Delivery.endpoint_id)).all())
-    arrivals = [(endpoint_of[r.headers["X-Service-Delivery"]], r.at) for r in receiver.wait_for(24)]
-    paced = sorted(at for endpoint_id, at in arrivals if endpoint_id == paced_id)
-    free = sorted(at for endpoint_id, at in arrivals if endpoint_id == free_id)
+        starts = session.execute(
+            select(Delivery.endpoint_id, Attempt.started_at).join(
+                Attempt, Attempt.delivery_id == Delivery.id
+            )
+        ).all()
+    paced = sorted(at.timestamp() for endpoint_id, at in starts if endpoint_id == paced_id)
+    free = sorted(at.timestamp() for endpoint_id, at in starts if endpoint_id == free_id)
     assert len(paced) == len(free) == 12
-    # Any six in a row span a second (five gaps) when sent; arrivals jitter by a little.
+    # Any six in a row span a second (five gaps); the event loop may wake a little early.
     spans = [paced[n + 5] - paced[n] for n in range(len(paced) - 5)]
-    assert min(spans) >= 0.8, spans
-    assert paced[-1] - paced[0] >= 2.0
+    assert min(spans) >= 0.95, spans
+    assert paced[-1] - paced[0] >= 2.1
     assert free[-1] - free[0] < paced[-1] - paced[0]
 
 
