@@ -28,6 +28,7 @@ lint: $(READY)
 bench: $(READY)
 	$(PYTHON) bench/api.py
 	$(PYTHON) bench/delivery.py
+	$(PYTHON) bench/attempt.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
