@@ -14,7 +14,13 @@ this stack, on this machine. The ratio ours/bare is therefore what our own work 
 machine is; 0.5 means that work takes as long as everything else together. The last
 line of the output is ``ratio <ours/bare>`` with two decimals, for scripts to read.
 
-Run from the repository root: ``.venv/bin/python bench/api.py [--seconds N] [--connections N]``.
+``--database postgresql`` (or ``both``) runs ours on a fresh PostgreSQL database
+(``--postgres-url``, default ``CLUBWIRE_TEST_POSTGRES_URL`` or the local server), the
+production database. When ours answers with an ``ETag``, a third kind of run sends it back
+(``If-None-Match``): the conditional request a polling club site makes, answered ``304``.
+
+Run from the repository root: ``.venv/bin/python bench/api.py [--database
+sqlite|postgresql|both] [--seconds N] [--connections N]``.
 Needs ``wrk`` (``apt-get install wrk``).
 """
 
@@ -47,6 +53,7 @@ from clubwire.services import programs as program_service
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports, start
+from testbed import postgres_database
 
 PROG = "bench/api.py"
 SLUG = "granite"
@@ -55,6 +62,10 @@ ROUTE = f"/clubs/{SLUG}/api/v1/programs"
 THREADS = 1
 ROUNDS = 2
 WARMUP_SECONDS = 2
+DATABASES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+POSTGRES_URL = os.environ.get(
+    "CLUBWIRE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SEASON = datetime(2026, 10, 5, tzinfo=UTC)  # fixed dates: the same bytes on every run
 
 
@@ -207,6 +218,15 @@ class Run:
 class Options:
     seconds: int
     connections: int
+    databases: list[str]
+    postgres_url: str
+
+
+class Target(NamedTuple):
+    """A server to load: its URL, and the headers each request carries besides the key."""
+
+    url: str
+    headers: tuple[str, ...] = ()
 
 
 # -- the club ---------------------------------------------------------------------------------
@@ -286,12 +306,12 @@ uvicorn.run(
 '''
 
 
-def child_environment(workdir: Path, secret_key: str) -> dict[str, str]:
+def child_environment(workdir: Path, secret_key: str, database_url: str) -> dict[str, str]:
     """The parent's environment without its CLUBWIRE_* settings, plus the benchmark's."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
     env.update(
         {
-            "CLUBWIRE_DATABASE_URL": f"sqlite:///{workdir / 'bench.db'}",
+            "CLUBWIRE_DATABASE_URL": database_url,
             "CLUBWIRE_HOME": str(workdir),
             "CLUBWIRE_SECRET_KEY": secret_key,
         }
@@ -321,29 +341,37 @@ def url_of(port: int) -> str:
     return f"http://{HOST}:{port}{ROUTE}"
 
 
-def fetch(url: str, key: str) -> tuple[int, bytes]:
-    """The status and body of GET ``url`` with the key; (0, b"") while nothing listens."""
+class Answer(NamedTuple):
+    status: int  # 0 while nothing listens
+    body: bytes
+    etag: str | None
+
+
+def fetch(url: str, key: str, headers: tuple[str, ...] = ()) -> Answer:
+    """GET ``url`` with the key and ``headers`` (``Name: value``)."""
     if not url.startswith(f"http://{HOST}:"):
         raise BenchError(f"not a local URL: {url}")
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})  # noqa: S310
+    sent = dict(header.split(": ", 1) for header in headers)
+    sent["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, headers=sent)  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310
-            return int(response.status), bytes(response.read())
+            return Answer(int(response.status), bytes(response.read()), response.headers["ETag"])
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        return Answer(exc.code, exc.read(), exc.headers["ETag"])
     except OSError:
-        return 0, b""
+        return Answer(0, b"", None)
 
 
-def wait_ready(server: Process, url: str, key: str) -> bytes:
-    """Poll until the server answers 200; returns that body."""
+def wait_ready(server: Process, url: str, key: str) -> Answer:
+    """Poll until the server answers 200; returns that answer."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if server.popen.poll() is not None:
             raise BenchError(f"{server.log.name}: the server exited:\n{server.tail()}")
-        status, body = fetch(url, key)
+        status, body, _ = answer = fetch(url, key)
         if status == 200:
-            return body
+            return answer
         if status:
             raise BenchError(f"GET {url} answered {status}: {body[:300]!r}")
         time.sleep(0.1)
@@ -364,17 +392,10 @@ def wrk_version() -> str:
     return match[1] if match else "(unknown version)"
 
 
-def run_wrk(url: str, key: str, seconds: int, connections: int) -> Run:
-    command = [
-        "wrk",
-        f"-t{THREADS}",
-        f"-c{connections}",
-        f"-d{seconds}s",
-        "--latency",
-        "-H",
-        f"Authorization: Bearer {key}",
-        url,
-    ]
+def run_wrk(target: Target, key: str, seconds: int, connections: int) -> Run:
+    headers = [f"Authorization: Bearer {key}", *target.headers]
+    command = ["wrk", f"-t{THREADS}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    command += [part for header in headers for part in ("-H", header)] + [target.url]
     done = subprocess.run(
         command, capture_output=True, text=True, check=False, timeout=seconds + 60
     )
@@ -401,14 +422,14 @@ def parse_wrk(output: str) -> Run:
     )
 
 
-def measure(urls: dict[str, str], key: str, options: Options) -> dict[str, list[Run]]:
+def measure(targets: dict[str, Target], key: str, options: Options) -> dict[str, list[Run]]:
     """A discarded warm-up against each, then ROUNDS rounds in alternation."""
-    for url in urls.values():
-        run_wrk(url, key, WARMUP_SECONDS, options.connections)
-    runs: dict[str, list[Run]] = {name: [] for name in urls}
+    for target in targets.values():
+        run_wrk(target, key, WARMUP_SECONDS, options.connections)
+    runs: dict[str, list[Run]] = {name: [] for name in targets}
     for _ in range(ROUNDS):
-        for name, url in urls.items():
-            runs[name].append(run_wrk(url, key, options.seconds, options.connections))
+        for name, target in targets.items():
+            runs[name].append(run_wrk(target, key, options.seconds, options.connections))
     return runs
 
 
@@ -455,54 +476,89 @@ def parse_options(argv: list[str] | None) -> Options:
     parser = argparse.ArgumentParser(prog=PROG, description=summary)
     parser.add_argument("--seconds", type=int, default=10, help="length of each measured run (10)")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections (64)")
+    parser.add_argument(
+        "--database", choices=[*DATABASES, "both"], default="sqlite", help="ours on (sqlite)"
+    )
+    parser.add_argument("--postgres-url", default=POSTGRES_URL, help="a PostgreSQL server")
     args = parser.parse_args(argv)
     if args.seconds < 1 or args.connections < 1:
         parser.error("--seconds and --connections must be at least 1")
-    return Options(seconds=args.seconds, connections=args.connections)
+    databases = list(DATABASES) if args.database == "both" else [args.database]
+    return Options(args.seconds, args.connections, databases, args.postgres_url)
 
 
 def bench(options: Options) -> bool:
-    """Seed, serve, check, measure, report; returns whether the numbers can be trusted."""
-    with ExitStack() as stack:
-        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-bench-")))
-        key, body, urls = serve_both(stack, workdir)
-        runs = measure(urls, key, options)
-    return conclude(labels_for(body), runs, options)
+    """For each database: seed, serve, check, measure, report; the last line is the lowest
+    ratio. Returns whether the numbers can be trusted."""
+    ratios, trusted = [], True
+    for name in options.databases:
+        with ExitStack() as stack:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-")))
+            database_url = (
+                f"sqlite:///{workdir / 'bench.db'}"
+                if name == "sqlite"
+                else postgres_database(stack, options.postgres_url)
+            )
+            key, answer, targets = serve_both(stack, workdir, database_url)
+            runs = measure(targets, key, options)
+        ratio, ok = conclude(labels_for(answer, DATABASES[name]), runs, options)
+        ratios.append(ratio)
+        trusted = trusted and ok
+    print(f"ratio {min(ratios):.2f}")
+    return trusted
 
 
-def serve_both(stack: ExitStack, workdir: Path) -> tuple[str, bytes, dict[str, str]]:
+def serve_both(
+    stack: ExitStack, workdir: Path, database_url: str
+) -> tuple[str, Answer, dict[str, Target]]:
     """Seed the club, start both servers, check they answer the same bytes.
 
-    Returns the API key, the body, and the URL of each server by name.
+    Returns the API key, our answer, and what to load by name (the conditional request too
+    when ours answers with an ETag, after checking it is answered 304).
     """
     secret_key = secrets.token_urlsafe(30)  # 40 characters
-    env = child_environment(workdir, secret_key)
-    key = seed(env["CLUBWIRE_DATABASE_URL"], workdir, secret_key)
+    env = child_environment(workdir, secret_key, database_url)
+    key = seed(database_url, workdir, secret_key)
     ours_port, bare_port = free_ports(2)
-    body = wait_ready(start_ours(stack, env, workdir, ours_port), url_of(ours_port), key)
-    bare = start_bare(stack, env, workdir, body, bare_port)
-    if wait_ready(bare, url_of(bare_port), key) != body:
+    ours = wait_ready(start_ours(stack, env, workdir, ours_port), url_of(ours_port), key)
+    bare = start_bare(stack, env, workdir, ours.body, bare_port)
+    if wait_ready(bare, url_of(bare_port), key).body != ours.body:
         raise BenchError("the bare server does not answer the same bytes as clubwire")
-    return key, body, {"clubwire": url_of(ours_port), "bare": url_of(bare_port)}
+    targets = {"clubwire": Target(url_of(ours_port)), "bare": Target(url_of(bare_port))}
+    if ours.etag is not None:
+        conditional = Target(url_of(ours_port), (f"If-None-Match: {ours.etag}",))
+        status = fetch(conditional.url, key, conditional.headers).status
+        if status != 304:
+            raise BenchError(f"a request with the ETag clubwire gave answered {status}, not 304")
+        targets["304"] = conditional
+    return key, ours, targets
 
 
-def labels_for(body: bytes) -> dict[str, str]:
+def labels_for(answer: Answer, database: str) -> dict[str, str]:
+    programs = program_count(answer.body)
     return {
-        "clubwire": f"GET /api/v1/programs ({program_count(body)} programs, SQLite, "
+        "clubwire": f"GET /api/v1/programs ({programs} programs, {database}, "
         "key verified per request):",
-        "bare": f"FastAPI route returning the same {len(body):,} bytes from memory:",
+        "bare": f"FastAPI route returning the same {len(answer.body):,} bytes from memory:",
+        "304": f"the same with If-None-Match: {answer.etag} (304, no body):",
     }
 
 
-def conclude(labels: dict[str, str], runs: dict[str, list[Run]], options: Options) -> bool:
-    """Print the report, warnings and the ratio; False when a server answered non-2xx."""
+def conclude(
+    labels: dict[str, str], runs: dict[str, list[Run]], options: Options
+) -> tuple[float, bool]:
+    """Print the report and warnings; the ratio ours/bare, and False when a server answered
+    4xx or 5xx."""
     results = {name: best(measured) for name, measured in runs.items()}
     report(labels, results, options)
     for warning in problems(runs):
         print(warning)
     ratio = results["clubwire"].requests_per_second / results["bare"].requests_per_second
-    print(f"ratio {ratio:.2f}")
-    return all(run.non_2xx == 0 for measured in runs.values() for run in measured)
+    print(f"ratio ours/bare {ratio:.2f}")
+    if "304" in results:
+        faster = results["304"].requests_per_second / results["clubwire"].requests_per_second
+        print(f"304/200 {faster:.2f}   (target ≥ 1.00: a 304 at least as fast as a 200)")
+    return ratio, all(run.non_2xx == 0 for measured in runs.values() for run in measured)
 
 
 def main(argv: list[str] | None = None) -> int:
