@@ -30,7 +30,8 @@ class NotFound(ClubwireError):
 
 
 class Unauthenticated(ClubwireError):
-    """The API key is missing, malformed, unknown or revoked, or the club's module is off."""
+    """The API key is missing, malformed, fails its checksum, unknown, revoked or expired, or
+    the club's module is off."""
 
     code = "invalid_token"
 

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 HOME = Path(".clubwire")
 SECRET_KEY_FILE = "secret_key"  # noqa: S105 (a file name)
 MIN_SECRET_LENGTH = 32
+MIN_TOKEN_LENGTH = 16
 
 
 class Settings(BaseSettings):
@@ -38,7 +39,7 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     club_host_suffix: str | None = None
     max_request_bytes: Annotated[int, Field(ge=1024, le=100 * 1024 * 1024)] = 1024 * 1024
-    platform_token: Annotated[SecretStr | None, Field(min_length=16)] = None
+    platform_token: SecretStr | None = None
     secret_key: Annotated[SecretStr | None, Field(min_length=MIN_SECRET_LENGTH)] = None
 
     # Webhooks (DESIGN §6, §7)
@@ -55,6 +56,9 @@ class Settings(BaseSettings):
 
     # Operations
     log_level: logs.Level = "info"
+    metrics_token: SecretStr | None = None
+    serve_metrics_port: Annotated[int | None, Field(ge=1, le=65535)] = None
+    serve_metrics_host: str = "127.0.0.1"
     worker_metrics_port: Annotated[int | None, Field(ge=1, le=65535)] = None
     worker_metrics_host: str = "127.0.0.1"
 
@@ -80,6 +84,13 @@ class Settings(BaseSettings):
         if self.lease_seconds <= self.attempt_timeout:
             raise ValueError("CLUBWIRE_LEASE_SECONDS must be longer than CLUBWIRE_ATTEMPT_TIMEOUT")
         return self
+
+    @field_validator("platform_token", "metrics_token")
+    @classmethod
+    def _long_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_TOKEN_LENGTH:
+            raise ValueError(f"must be at least {MIN_TOKEN_LENGTH} characters")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -1,21 +1,28 @@
 """docs/api.md shows what the real server answers: the program list, and every error exactly
-(status line, the headers shown, and the body), each error case the service has included."""
+(status line, the headers shown, and the body), each error case the service has included;
+and the key format it publishes (the regular expression and the checksum) is the real one."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import re
+import zlib
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
+from clubwire import ids
 from clubwire.domain import key_format
+from clubwire.services import clubs, keys
 from clubwire.web import problems
 from tests.docs import markdown
 from tests.docs.conftest import SLUG, World
+from tests.factories import EPOCH
 
 DOC = markdown.DOCS / "api.md"
 PROGRAMS = f"/clubs/{SLUG}/api/v1/programs"
@@ -38,11 +45,18 @@ def _request(
     return response
 
 
-def _answer(world: World, key: str | None, path: str = PROGRAMS, method: str = "GET") -> str:
+def _answer(
+    world: World,
+    key: str | None,
+    path: str = PROGRAMS,
+    method: str = "GET",
+    extra: dict[str, str] | None = None,
+) -> str:
     """The answer as an ``http`` block shows it: status line, then every header, then body."""
     parts = urlsplit(world.url)
     connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
-    connection.request(method, path, headers={} if key is None else {"Authorization": key})
+    sent = {} if key is None else {"Authorization": key}
+    connection.request(method, path, headers={**sent, **(extra or {})})
     response = connection.getresponse()
     body = response.read().decode()
     connection.close()
@@ -64,21 +78,50 @@ def _answered(exc: Exception) -> str:
     return f"HTTP/1.1 {status}\n{headers}\n\n{bytes(response.body).decode()}"
 
 
-def _cases(world: World) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def expired_key(world: World) -> str:
+    """A key of granite's made at EPOCH to expire 30 days later: long expired."""
+    engine = create_engine(f"sqlite:///{world.folder / 'clubwire.db'}")
+    try:
+        with Session(engine) as session, session.begin():
+            granite = clubs.get_club(session, SLUG)
+            _, value = keys.create_key(session, granite, ["read:programs"], "Season", EPOCH, "30d")
+    finally:
+        engine.dispose()
+    return value
+
+
+def _mistyped(key: str) -> str:
+    """``key`` with one character of its secret changed: its checksum fails."""
+    at = len(key) - 10
+    return key[:at] + ("A" if key[at] != "A" else "B") + key[at + 1 :]
+
+
+def _cases(world: World, expired_key: str) -> dict[str, str]:
     bearer = f"Bearer {world.key}"
+    never_made = key_format.generate(ids.random_base62).value
     return {
         "no key": _answer(world, None),
         "key in the URL": _answer(world, None, f"{PROGRAMS}?api_key={world.key}"),
         "not a key": _answer(world, "Bearer hello"),
-        "unknown key": _answer(world, bearer[:-4] + ("AAAA" if bearer[-4:] != "AAAA" else "BBBB")),
+        "checksum fails": _answer(world, f"Bearer {_mistyped(world.key)}"),
+        "unknown key": _answer(world, f"Bearer {never_made}"),
         "another club's key": _answer(world, f"Bearer {world.other_club_key}"),
         "revoked": _answer(world, f"Bearer {world.revoked_key}"),
+        "expired": _answer(world, f"Bearer {expired_key}"),
         "module off": _answer(
             world, f"Bearer {world.module_off_key}", "/clubs/slate/api/v1/programs"
         ),
         "no scope": _answer(world, f"Bearer {world.games_only_key}"),
         "no such path": _answer(world, bearer, f"/clubs/{SLUG}/api/v1/members"),
         "wrong method": _answer(world, bearer, PROGRAMS, "POST"),
+        "browser preflight": _answer(
+            world,
+            None,
+            PROGRAMS,
+            "OPTIONS",
+            {"Origin": "https://granite.example", "Access-Control-Request-Method": "GET"},
+        ),
         "nul in the URL": _answer(world, bearer, f"/clubs/{SLUG}%00/api/v1/programs"),
         "server fault": _answered(RuntimeError("shown in the docs")),
         "database down": _answered(psycopg.OperationalError("connection failed")),
@@ -103,8 +146,8 @@ def _matches(shown: tuple[str, dict[str, str], object], real: str) -> bool:
     return status == real_status and same_headers and body == real_body
 
 
-def test_every_error_shown_is_what_the_server_answers(world: World) -> None:
-    answers = _cases(world)
+def test_every_error_shown_is_what_the_server_answers(world: World, expired_key: str) -> None:
+    answers = _cases(world, expired_key)
     for block in _answers_shown():
         shown = _shown(block)
         assert any(_matches(shown, real) for real in answers.values()), (
@@ -113,9 +156,9 @@ def test_every_error_shown_is_what_the_server_answers(world: World) -> None:
         )
 
 
-def test_every_error_case_is_shown(world: World) -> None:
+def test_every_error_case_is_shown(world: World, expired_key: str) -> None:
     shown = [_shown(b) for b in _answers_shown()]
-    for case, real in _cases(world).items():
+    for case, real in _cases(world, expired_key).items():
         assert any(_matches(s, real) for s in shown), f"no example of {case}:\n{real}"
         if _parse(real)[1].get("www-authenticate"):
             assert any(_matches(s, real) and "www-authenticate" in s[1] for s in shown)
@@ -135,9 +178,48 @@ def test_the_methods_named_are_served(world: World, method: str) -> None:
     assert _request(world, f"Bearer {world.key}", method=method).status == 200
 
 
-def test_the_example_keys_have_the_real_shape() -> None:
+def test_the_example_keys_have_the_real_shape_and_checksum() -> None:
     text = DOC.read_text(encoding="utf-8")
     shown = set(re.findall(r"cw_live_[0-9A-Za-z]+_[0-9A-Za-z]+", text))
+    shown.remove(_worked_example()["before the checksum"])
     assert shown
     for key in shown:
-        assert key_format.parse(key) is not None, key
+        parsed = key_format.parse(key)
+        assert parsed is not None, key
+        assert len(parsed.secret) == key_format.SECRET_LENGTH, f"{key} is not a new key"
+        assert key_format.checksum_holds(parsed), key
+
+
+def _published_pattern() -> str:
+    (block,) = [b for b in _blocks("text") if "cw_live_[" in b.text]
+    return block.text.strip()
+
+
+def test_the_published_pattern_is_the_one_keys_are_parsed_with(world: World) -> None:
+    pattern = _published_pattern()
+    assert pattern == key_format.PATTERN
+    assert re.findall(pattern, f"API_KEY='{world.key}'\n") == [world.key]
+    assert re.fullmatch(pattern, world.key[:-1]) is None
+
+
+def _worked_example() -> dict[str, str]:
+    (block,) = [b for b in _blocks("text") if "CRC32" in b.text]
+    lines = (re.split(r"\s{2,}", line, maxsplit=1) for line in block.text.strip().splitlines())
+    return {name: value for name, value in lines}
+
+
+def test_the_worked_checksum_example_recomputes() -> None:
+    shown = _worked_example()
+    body = shown["before the checksum"]
+    crc = zlib.crc32(body.encode())
+    assert shown["CRC32"] == f"0x{crc:08x} = {crc}"
+    digits = [int(d) for d in re.findall(r"(\d+)(?:·62[⁰-⁹]*)?", shown["in base 62"])]
+    assert sum(d * 62**i for i, d in enumerate(reversed(digits))) == crc
+    assert len(digits) == key_format.CHECKSUM_LENGTH
+    assert shown["checksum"] == key_format.checksum(body)
+    assert "".join(key_format.BASE62[d] for d in digits) == shown["checksum"]
+    assert shown["the key"] == body + shown["checksum"]
+    parsed = key_format.parse(shown["the key"])
+    assert parsed is not None
+    assert key_format.checksum_holds(parsed)
+    assert re.fullmatch(_published_pattern(), shown["the key"])

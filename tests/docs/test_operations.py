@@ -1,7 +1,8 @@
 """docs/operations.md works as written: its ``sh`` steps run against the local PostgreSQL.
 
 They create a database (named by ``PGDATABASE``: a fresh one per run), migrate it, start
-``clubwire serve`` and ``clubwire worker``, call the API and stop them; the database is
+``clubwire serve`` and ``clubwire worker``, call the API, scrape the metrics both ways (with
+the token on the API's port, and on serve's metrics port) and stop them; the database is
 dropped afterwards whatever happens.
 """
 
@@ -44,9 +45,19 @@ def database_name() -> Iterator[str]:
 
 
 def test_the_postgresql_steps_run_as_written(database_name: str, tmp_path: Path) -> None:
-    env = {**base_env(), "PGDATABASE": database_name, "PORT": str(free_port())}
+    env = {
+        **base_env(),
+        "PGDATABASE": database_name,
+        "PORT": str(free_port()),
+        "METRICS_PORT": str(free_port()),
+    }
     output = run_shell(DOC, env, tmp_path, timeout=90)
     assert '{"data":[]}' in output, output
+    lines = output.splitlines()
+    assert "clubwire_deliveries_due 0.0" in lines, output  # with the token, on the API's port
+    api_200 = 'clubwire_http_requests_total{family="api",status="200"} 1.0'
+    assert api_200 in lines, output  # on serve's metrics port
+    assert "without the token: 401" in lines, output
     with _admin() as admin:
         found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database_name,))
         assert found.fetchone() is None, "the steps end by dropping their database"
@@ -56,3 +67,10 @@ def test_the_steps_start_and_stop_both_roles() -> None:
     script = "\n".join(b.text for b in markdown.blocks(DOC) if b.lang in markdown.SHELL)
     for step in ("createdb", "clubwire migrate", "clubwire serve", "clubwire worker", "kill"):
         assert step in script
+
+
+def test_the_steps_show_both_ways_to_keep_metrics_off_the_public_port() -> None:
+    script = "\n".join(b.text for b in markdown.blocks(DOC) if b.lang in markdown.SHELL)
+    assert "export CLUBWIRE_METRICS_TOKEN=" in script
+    assert 'Authorization: Bearer $CLUBWIRE_METRICS_TOKEN" "$CLUBWIRE_PUBLIC_URL/metrics"' in script
+    assert 'clubwire serve --port "${PORT:-8000}" --metrics-port "${METRICS_PORT:-9100}"' in script

@@ -7,11 +7,17 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, update
+from sqlalchemy.orm import Session
 
+from clubwire.domain import timestamps
+from clubwire.services import keys
 from clubwire.storage import migrate
+from clubwire.storage.models import ApiKey
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
 from tests.functional.cli_runner import Invoke, ok, one_line_error
@@ -163,6 +169,68 @@ def test_key_lifecycle(run: Invoke) -> None:
     assert "revoked" in table
     assert "Website" in table
     assert key not in table
+
+
+def test_key_expiry_and_last_use_in_the_list(run: Invoke, database_url: str) -> None:
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    before = datetime.now(UTC)
+    made = json.loads(ok(run("key", "create", "granite", "--scope", "read:programs", "--json")).out)
+    assert made["expiresAt"] is None
+    assert made["status"] == "active"
+    expiring = json.loads(
+        ok(
+            run(
+                "key",
+                "create",
+                "granite",
+                "--scope",
+                "read:programs",
+                "--expires-in",
+                "30d",
+                "--json",
+            )
+        ).out
+    )
+    expires = datetime.fromisoformat(expiring["expiresAt"])
+    assert before + timedelta(days=30) <= expires <= datetime.now(UTC) + timedelta(days=30)
+    expired_at = before - timedelta(seconds=1)
+    engine = create_engine(database_url)
+    try:
+        with Session(engine) as session, session.begin():
+            keys.note_use(session, made["id"], before, "203.0.113.7", "club-site/1.0")
+            session.execute(
+                update(ApiKey).where(ApiKey.id == expiring["id"]).values(expires_at=expired_at)
+            )
+    finally:
+        engine.dispose()
+    listed = {k["prefix"]: k for k in json.loads(ok(run("key", "list", "granite", "--json")).out)}
+    used, gone = listed[made["prefix"]], listed[expiring["prefix"]]
+    assert used["lastUsedAt"] == timestamps.to_wire(before)
+    assert (used["lastUsedIp"], used["lastUsedUserAgent"]) == ("203.0.113.7", "club-site/1.0")
+    assert used["status"] == "active"
+    assert gone["status"] == "expired"
+    assert gone["expiresAt"] == timestamps.to_wire(expired_at)
+    assert (gone["lastUsedAt"], gone["lastUsedIp"], gone["lastUsedUserAgent"]) == (None,) * 3
+    table = ok(run("key", "list", "granite")).out.splitlines()
+    assert table[0].split() == [
+        "PREFIX", "NAME", "SCOPES", "CREATED", "EXPIRES", "STATUS", "LAST", "USED", "FROM",
+        "USER", "AGENT",
+    ]  # fmt: skip
+    (used_row,) = [line for line in table if line.startswith(made["prefix"])]
+    assert "never" in used_row
+    assert "203.0.113.7" in used_row
+    assert used_row.endswith("club-site/1.0")
+    (gone_row,) = [line for line in table if line.startswith(expiring["prefix"])]
+    assert "expired" in gone_row
+    assert timestamps.to_wire(expired_at) in gone_row
+
+
+@pytest.mark.parametrize("choice", ["7d", "30", "forever"])
+def test_an_unknown_expiry_is_a_usage_error(run: Invoke, choice: str) -> None:
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    args = ("key", "create", "granite", "--scope", "read:programs", "--expires-in", choice)
+    assert "30d" in one_line_error(run(*args), code=2)
+    assert json.loads(ok(run("key", "list", "granite", "--json")).out) == []
 
 
 def test_bad_scope_and_unknown_prefix(run: Invoke) -> None:

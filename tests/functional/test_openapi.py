@@ -21,7 +21,7 @@ def test_public_document_is_served_at_the_clubs_base_url(client: TestClient) -> 
     assert list(document["paths"]) == ["/api/v1/programs"]
     operation = document["paths"]["/api/v1/programs"]["get"]
     assert operation["security"] == [{"apiKey": []}]
-    assert set(operation["responses"]) == {"200", "401", "403", "503"}
+    assert set(operation["responses"]) == {"200", "304", "401", "403", "503"}
     assert operation["responses"]["200"]["content"]["application/json"]["example"]["data"]
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     assert "platformToken" not in document["components"]["securitySchemes"]
@@ -39,6 +39,29 @@ def test_public_document_is_served_at_the_clubs_base_url(client: TestClient) -> 
         "createdAt",
         "updatedAt",
     }
+
+
+def test_the_listing_documents_its_conditional_answers(client: TestClient) -> None:
+    for url, path in (
+        ("/clubs/granite/api/v1/openapi.json", "/api/v1/programs"),
+        ("/openapi.json", "/clubs/{slug}/api/v1/programs"),
+    ):
+        operation = client.get(url).json()["paths"][path]["get"]
+        (condition,) = [p for p in operation["parameters"] if p["name"] == "If-None-Match"]
+        assert (condition["in"], condition["required"]) == ("header", False)
+        not_modified = operation["responses"]["304"]
+        assert "content" not in not_modified
+        for status in ("200", "304"):
+            headers = operation["responses"][status]["headers"]
+            assert set(headers) == {"ETag", "Cache-Control"}
+            assert all(header["required"] for header in headers.values())
+            assert headers["Cache-Control"]["schema"]["example"] == "private, no-cache"
+
+
+def test_the_public_description_says_browsers_cannot_call_it(client: TestClient) -> None:
+    description = client.get("/clubs/granite/api/v1/openapi.json").json()["info"]["description"]
+    assert "cors_not_supported" in description
+    assert "If-None-Match" in description
 
 
 def test_each_club_gets_its_own_server(client: TestClient) -> None:

@@ -1,11 +1,14 @@
-"""Operations end to end: /healthz, /readyz, /metrics, JSON log lines, ``clubwire prune``."""
+"""Operations end to end: /healthz, /readyz, /metrics (behind its token, or on a port of its
+own), JSON log lines, ``clubwire prune``."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,8 +25,9 @@ from clubwire.domain import timestamps
 from clubwire.services import events
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
-from clubwire.storage import migrate
+from clubwire.storage import database, migrate
 from clubwire.storage.models import Endpoint
+from clubwire.web.app import create_app
 from clubwire.worker import exposition, running
 from tests import conftest
 from tests.factories import (
@@ -35,12 +39,15 @@ from tests.factories import (
     receiver_settings,
     registration,
 )
-from tests.functional.cli_runner import Invoke, ok
+from tests.functional import processes
+from tests.functional.cli_runner import Invoke, ok, one_line_error
 from tests.functional.ui_pages import browser, make_staff
 from tests.logcapture import Captured, capturing
 from tests.receiver import Authority, Receiver
 
 API = "/clubs/granite/api/v1/programs"
+METRICS_TOKEN = "metrics-token-for-tests-0123456789"
+SCRAPER = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 ADMIN = "admin@granite.example"
 # The test's own HTTP client and receiver log URLs with their query strings.
 TEST_HARNESS = {"httpx2", "aiohttp.access"}
@@ -58,7 +65,7 @@ def samples(text: str) -> Samples:
 
 
 def scrape(client: TestClient) -> Samples:
-    response = client.get("/metrics")
+    response = client.get("/metrics", headers=SCRAPER)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     return samples(response.text)
@@ -72,6 +79,12 @@ def requests_of(found: Samples, family: str, status: int) -> float:
 def attempts_of(found: Samples, outcome: str, trigger: str) -> float:
     key = ("clubwire_delivery_attempts_total", (("outcome", outcome), ("trigger", trigger)))
     return found.get(key, 0.0)
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """The tests' settings, with a metrics token: the app serves /metrics to its holder."""
+    return conftest.make_settings(database_url, tmp_path, metrics_token=METRICS_TOKEN)
 
 
 @pytest.fixture
@@ -171,6 +184,53 @@ def test_requests_are_counted_by_family_and_status(
     assert by_family == {"api": 3, "internal": 1, "ui": 1, "other": 1}
 
 
+@pytest.mark.parametrize(
+    ("authorization", "detail", "challenge"),
+    [
+        (None, "Send the metrics token: Authorization: Bearer <CLUBWIRE_METRICS_TOKEN>.", ""),
+        ("Basic bWV0cmljczp4", "Send the metrics token: Authorization", ""),
+        ("Bearer not-the-metrics-token-0123", "The metrics token is not right.", "invalid_token"),
+        (f"Bearer {METRICS_TOKEN[:-1]}", "The metrics token is not right.", "invalid_token"),
+        (f"Bearer {METRICS_TOKEN}x", "The metrics token is not right.", "invalid_token"),
+        ("Bearer \xe9t\xe9", "The metrics token is not right.", "invalid_token"),
+    ],
+)
+def test_metrics_on_the_public_port_need_the_token(
+    client: TestClient, authorization: str | None, detail: str, challenge: str
+) -> None:
+    headers = {} if authorization is None else {b"Authorization": authorization.encode("latin-1")}
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert (problem["code"], problem["status"]) == ("invalid_token", 401)
+    assert problem["detail"].startswith(detail)
+    assert METRICS_TOKEN not in response.text
+    expected = 'Bearer realm="clubwire"' + (f', error="{challenge}"' if challenge else "")
+    assert response.headers["www-authenticate"] == expected
+    assert "clubwire_" not in response.text
+
+
+def test_the_token_opens_the_metrics_whatever_the_schemes_case(client: TestClient) -> None:
+    response = client.get("/metrics", headers={"Authorization": f"bearer {METRICS_TOKEN}"})
+    assert response.status_code == 200
+    assert REQUESTS_TOTAL in response.text
+
+
+def test_without_a_token_the_public_port_has_no_metrics(
+    database_url: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Not served at all: the same 404 as any path that does not exist, to anyone."""
+    untokened = conftest.make_settings(database_url, tmp_path)
+    with TestClient(create_app(untokened, clock)) as client:
+        for headers in ({}, SCRAPER):
+            response = client.get("/metrics", headers=headers)
+            assert response.status_code == 404
+            assert response.content == client.get("/no-such-path", headers=headers).content
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code == 200
+
+
 def test_the_due_queue_is_read_at_scrape_time(
     client: TestClient, sessions: sessionmaker[Session], settings: Settings, clock: FakeClock
 ) -> None:
@@ -254,6 +314,7 @@ def test_no_secret_reaches_the_logs(
         "signature": arrived.headers["X-Service-Signature"],
         "query string": "query-secret-123",
         "Authorization value": "Bearer ",
+        "metrics token": METRICS_TOKEN,
     }
     ours = [line for line in captured.lines() if line.get("logger") not in TEST_HARNESS]
     log = orjson.dumps(ours).decode()
@@ -308,7 +369,7 @@ def test_a_worker_counts_and_logs_attempts_and_serves_its_metrics(
         with metrics.watching_queue(sessions):
             async with (
                 running.running(served, sessions, metrics=metrics),
-                exposition.serving(served, metrics),
+                exposition.serving("127.0.0.1", served.worker_metrics_port, metrics),
             ):
                 await asyncio.to_thread(receiver.wait_for, 1)
                 for _ in range(200):
@@ -338,6 +399,88 @@ def test_a_worker_counts_and_logs_attempts_and_serves_its_metrics(
     assert {name: line[name] for name in expected} == expected
     assert line["delivery_id"].startswith("dlv_")
     assert isinstance(line["duration_ms"], int)
+
+
+# ---------------------------------------------------------------------------- clubwire serve
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@contextmanager
+def _serve(settings: Settings, folder: Path, *args: str, **env: str) -> Iterator[str]:
+    """A real ``clubwire serve ARGS`` on the test's database, ready; its base URL."""
+    with settings_sessions(settings) as sessions, sessions.begin() as session:
+        _, key = make_key(session, make_club(session))
+    port = processes.free_port()
+    environment = processes.environment(
+        folder,
+        CLUBWIRE_DATABASE_URL=settings.database_url,
+        CLUBWIRE_SECRET_KEY=conftest.SECRET_KEY,
+        **env,
+    )
+    with processes.clubwire(folder, environment, "serve", "--port", str(port), *args):
+        base = f"http://127.0.0.1:{port}"
+        processes.wait_for(f"{base}/readyz", {})
+        assert _get(base + API, {"Authorization": f"Bearer {key}"})[0] == 200
+        yield base
+
+
+@contextmanager
+def settings_sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
+    engine = database.engine_for(settings)
+    try:
+        yield database.sessions(engine)
+    finally:
+        engine.dispose()
+
+
+def test_serve_keeps_its_metrics_on_the_metrics_port(database_url: str, tmp_path: Path) -> None:
+    untokened = conftest.make_settings(database_url, tmp_path)
+    metrics_port = processes.free_port()
+    with _serve(untokened, tmp_path, "--metrics-port", str(metrics_port)) as base:
+        own = f"http://127.0.0.1:{metrics_port}"
+        status, body = _get(f"{own}/metrics")
+        assert status == 200
+        assert requests_of(samples(body.decode()), "api", 200) == 1
+        assert _get(f"{own}/healthz") == (200, b'{"status":"ok"}')
+        for headers in ({}, SCRAPER):
+            status, body = _get(f"{base}/metrics", headers)
+            assert (status, orjson.loads(body)["code"]) == (404, "not_found")
+
+
+def test_serve_answers_metrics_both_ways_from_its_settings(
+    database_url: str, tmp_path: Path
+) -> None:
+    untokened = conftest.make_settings(database_url, tmp_path)
+    metrics_port = processes.free_port()
+    env = {
+        "CLUBWIRE_METRICS_TOKEN": METRICS_TOKEN,
+        "CLUBWIRE_SERVE_METRICS_PORT": str(metrics_port),
+    }
+    with _serve(untokened, tmp_path, **env) as base:
+        assert _get(f"{base}/metrics")[0] == 401
+        status, body = _get(f"{base}/metrics", SCRAPER)
+        assert status == 200
+        assert requests_of(samples(body.decode()), "api", 200) == 1
+        status, body = _get(f"http://127.0.0.1:{metrics_port}/metrics")
+        assert (status, requests_of(samples(body.decode()), "other", 401)) == (200, 1)
+
+
+def test_a_short_metrics_token_stops_serve_with_one_line(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLUBWIRE_METRICS_TOKEN", "too-short")
+    error = one_line_error(run("serve", "--port", str(processes.free_port())))
+    assert "CLUBWIRE_METRICS_TOKEN" in error
+    assert "at least 16 characters" in error
+    assert "too-short" not in error
 
 
 # ---------------------------------------------------------------------------- clubwire prune

@@ -1,9 +1,12 @@
-"""``GET {base_url}/api/v1/programs`` through the whole app: answers, errors, isolation."""
+"""``GET {base_url}/api/v1/programs`` through the whole app: answers, errors, isolation,
+conditional requests, and browsers' preflights refused."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,7 +18,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import scopes
 from clubwire.services import clubs, keys
+from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey
+from clubwire.web import conditional
+from clubwire.web.app import create_app
+from tests.conftest import make_settings
 from tests.factories import EPOCH, FakeClock, make_club, make_key, make_program
 
 URL = "/clubs/granite/api/v1/programs"
@@ -92,7 +99,9 @@ def test_malformed_authorization_is_401(
 
 
 def test_unknown_key_is_401(client: TestClient, world: World) -> None:
-    forged = world.key[:-4] + ("AAAA" if not world.key.endswith("AAAA") else "BBBB")
+    # The key's prefix with another secret, shaped as keys made before checksums (which
+    # are still looked up), so that it is the database that does not know it.
+    forged = f"cw_live_{world.prefix}_" + "A" * 32
     response = _get(client, forged)
     body = _problem(response, 401, "invalid_token")
     assert body["detail"] == "This API key is not known at this club."
@@ -212,3 +221,192 @@ def test_unknown_paths_and_methods_answer_problems(client: TestClient, world: Wo
         405,
         "method_not_allowed",
     )
+
+
+# ---------------------------------------------------------------------------- conditional
+
+
+def _conditional(client: TestClient, key: str, *tags: str, method: str = "GET") -> Response:
+    headers = [("Authorization", f"Bearer {key}"), *(("If-None-Match", tag) for tag in tags)]
+    return client.request(method, URL, headers=headers)
+
+
+def _tag_of(client: TestClient, world: World) -> str:
+    response = _get(client, world.key)
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "private, no-cache"
+    tag = response.headers["etag"]
+    assert re.fullmatch(r'"[0-9a-f]{32}"', tag), tag  # strong: no W/
+    return tag
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ("{tag}",),
+        ("W/{tag}",),
+        ('"older", {tag}',),
+        ("*",),
+        ('"older"', "W/{tag}"),  # two header lines are one list
+    ],
+)
+def test_if_none_match_naming_the_listing_is_304_without_a_body(
+    client: TestClient, world: World, fields: tuple[str, ...]
+) -> None:
+    tag = _tag_of(client, world)
+    response = _conditional(client, world.key, *(field.format(tag=tag) for field in fields))
+    assert response.status_code == 304
+    assert response.content == b""
+    assert response.headers["etag"] == tag
+    assert response.headers["cache-control"] == "private, no-cache"
+    assert "content-type" not in response.headers
+    assert "content-length" not in response.headers
+
+
+def test_head_is_conditional_too(client: TestClient, world: World) -> None:
+    tag = _tag_of(client, world)
+    assert _conditional(client, world.key, tag, method="HEAD").status_code == 304
+    head = _conditional(client, world.key, '"older"', method="HEAD")
+    assert (head.status_code, head.headers["etag"]) == (200, tag)
+
+
+@pytest.mark.parametrize("field", ['"older"', "W/\"older\", 'junk'", "garbage", ""])
+def test_a_stale_or_unreadable_tag_gets_the_listing(
+    client: TestClient, world: World, field: str
+) -> None:
+    tag = _tag_of(client, world)
+    response = _conditional(client, world.key, field)
+    assert response.status_code == 200
+    assert response.headers["etag"] == tag
+    assert [p["id"] for p in response.json()["data"]] == ["league"]
+
+
+def test_the_tag_changes_exactly_when_the_listing_does(
+    client: TestClient, world: World, sessions: sessionmaker[Session]
+) -> None:
+    first = _tag_of(client, world)
+    with sessions.begin() as session:  # a new version, the same listing: the same tag
+        granite = clubs.get_club(session, "granite")
+        make_program(session, granite, "secret", name="Retreat", private=True)
+    assert _tag_of(client, world) == first
+    assert _conditional(client, world.key, first).status_code == 304
+    with sessions.begin() as session:
+        make_program(session, clubs.get_club(session, "granite"), "league", name="League (full)")
+    second = _tag_of(client, world)
+    assert second != first
+    changed = _conditional(client, world.key, first)
+    assert (changed.status_code, changed.headers["etag"]) == (200, second)
+    assert changed.json()["data"][0]["name"] == "League (full)"
+    assert _conditional(client, world.key, second).status_code == 304
+
+
+def test_every_process_gives_a_listing_the_same_tag(
+    client: TestClient, world: World, settings: Settings, clock: FakeClock
+) -> None:
+    tag = _tag_of(client, world)
+    with TestClient(create_app(settings, clock)) as other:
+        assert _tag_of(other, world) == tag
+        assert _conditional(other, world.key, tag).status_code == 304
+
+
+def test_each_club_has_its_own_tag(client: TestClient, world: World) -> None:
+    tag = _tag_of(client, world)
+    marble = client.get(
+        "/clubs/marble/api/v1/programs",
+        headers={"Authorization": f"Bearer {world.marble_key}", "If-None-Match": tag},
+    )
+    assert marble.status_code == 200
+    assert marble.headers["etag"] != tag
+
+
+def test_the_tag_is_computed_once_per_listing_not_per_request(
+    client: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed: list[bytes] = []
+    real = conditional.entity_tag
+
+    def counted(body: bytes) -> str:
+        hashed.append(body)
+        return real(body)
+
+    monkeypatch.setattr(conditional, "entity_tag", counted)
+    tag = _tag_of(client, world)
+    for _ in range(5):
+        assert _conditional(client, world.key, tag).status_code == 304
+        assert _get(client, world.key).status_code == 200
+    assert len(hashed) == 1
+
+
+@pytest.mark.parametrize("field", ["*", "{tag}"])
+def test_authorization_comes_before_the_condition(
+    client: TestClient, world: World, sessions: sessionmaker[Session], field: str
+) -> None:
+    tag = _tag_of(client, world)
+    condition = {"If-None-Match": field.format(tag=tag)}
+    _problem(client.get(URL, headers=condition), 401, "invalid_token")
+    bad = {**condition, "Authorization": "Bearer cw_live_abcdefghij_" + "A" * 32}
+    _problem(client.get(URL, headers=bad), 401, "invalid_token")
+    _problem(_conditional(client, world.marble_key, tag), 401, "invalid_token")
+    with sessions.begin() as session:
+        granite = clubs.get_club(session, "granite")
+        _, games_only = make_key(session, granite, ("read:games",))
+        keys.revoke_key(session, granite.id, world.prefix, EPOCH)
+    _problem(_conditional(client, games_only, tag), 403, "insufficient_scope")
+    revoked = _problem(_conditional(client, world.key, tag), 401, "invalid_token")
+    assert revoked["detail"] == "This API key has been revoked."
+
+
+# ---------------------------------------------------------------------------- CORS
+
+PREFLIGHT = {"Origin": "https://granite.example", "Access-Control-Request-Method": "GET"}
+
+
+def _no_cors_headers(response: Response) -> None:
+    assert [name for name in response.headers if name.startswith("access-control-")] == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [URL, "/clubs/granite/api/v1/openapi.json", "/clubs/granite/api/v1/members", "/clubs/x/api/"],
+)
+def test_a_browser_preflight_is_refused_saying_why(
+    client: TestClient, world: World, path: str
+) -> None:
+    headers = {**PREFLIGHT, "Access-Control-Request-Headers": "authorization"}
+    response = client.options(path, headers=headers)
+    body = _problem(response, 403, "cors_not_supported")
+    assert body["title"] == "Forbidden"
+    assert "server-side secret" in str(body["detail"])
+    assert "your site's server" in str(body["detail"])
+    assert "www-authenticate" not in response.headers
+    _no_cors_headers(response)
+
+
+def test_only_a_preflight_is_refused_so(client: TestClient, world: World) -> None:
+    plain = client.options(URL)
+    _problem(plain, 405, "method_not_allowed")
+    assert plain.headers["allow"] == "GET, HEAD"
+    origin_only = client.options(URL, headers={"Origin": "https://granite.example"})
+    _problem(origin_only, 405, "method_not_allowed")
+    assert client.options("/settings/granite", headers=PREFLIGHT).status_code != 403
+
+
+def test_no_answer_allows_a_browser_to_read_it(client: TestClient, world: World) -> None:
+    origin = {"Origin": "https://granite.example"}
+    answered = client.get(URL, headers={**origin, "Authorization": f"Bearer {world.key}"})
+    assert answered.status_code == 200
+    _no_cors_headers(answered)
+    _no_cors_headers(client.get(URL, headers=origin))
+    _no_cors_headers(client.get("/clubs/granite/api/v1/openapi.json", headers=origin))
+
+
+def test_a_preflight_by_host_name_is_refused_too(
+    settings: Settings, world: World, tmp_path: Path
+) -> None:
+    by_host = make_settings(settings.database_url, tmp_path, club_host_suffix=".api.example.com")
+    with TestClient(create_app(by_host, FakeClock())) as client:
+        host = {"Host": "granite.api.example.com"}
+        response = client.options("/api/v1/programs", headers={**PREFLIGHT, **host})
+        _problem(response, 403, "cors_not_supported")
+        headers = {**host, "Authorization": f"Bearer {world.key}"}
+        assert client.get("/api/v1/programs", headers=headers).headers["etag"]

@@ -1,9 +1,11 @@
-"""The API keys tab: create (shown once), list, revoke; the module switch; other clubs."""
+"""The API keys tab: create (shown once, with an expiry), list (last use in full, expired
+keys), revoke; the module switch; other clubs."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -178,3 +180,78 @@ def test_another_clubs_slug_and_key_are_not_found(
     (still,) = _keys(sessions, "rocks")
     assert still.revoked_at is None
     assert web.get("/settings/rocks").status_code == 404
+
+
+def test_the_list_shows_where_and_by_what_a_key_was_last_used(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    with sessions.begin() as session:
+        used, _ = make_key(session, clubs.get_club(session, "granite"), name="Used")
+        keys.note_use(session, used.id, EPOCH, "2001:db8::7", f"club-site/1.0 {HOSTILE}")
+    row = part(web.get(TAB).text, f'id="key-{used.prefix}"')
+    assert '<time datetime="2026-01-05T12:00:00.000Z">' in row
+    assert "from <code>2001:db8::7</code>" in row
+    assert "club-site/1.0 &lt;script&gt;alert(1)&lt;/script&gt;" in row
+    assert HOSTILE not in row
+
+
+def test_the_form_offers_never_30_90_and_365_days_never_chosen(web: Browser) -> None:
+    form = part(web.get(TAB).text, 'id="create-key-heading"', "</form>")
+    assert '<label for="key-expires">Expires</label>' in form
+    assert 'aria-describedby="key-expires-hint"' in form
+    options = re.findall(r'<option value="([^"]+)"( selected)?>([^<]+)</option>', form)
+    assert options == [
+        ("never", " selected", "Never"),
+        ("30d", "", "In 30 days"),
+        ("90d", "", "In 90 days"),
+        ("365d", "", "In 365 days"),
+    ]
+
+
+def test_a_key_made_to_expire_shows_when_then_shows_as_expired(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    web.get(TAB)
+    created = web.post(TAB, {"name": "Season", "scope": ["read:programs"], "expires_in": "90d"})
+    assert created.status_code == 200
+    (key,) = _keys(sessions)
+    assert key.expires_at == EPOCH + timedelta(days=90)
+    row = part(created.text, f'id="key-{key.prefix}"')
+    assert '<time datetime="2026-04-05T12:00:00.000Z">' in row
+    assert '<td class="state on">active</td>' in row
+    with sessions.begin() as session:
+        club = clubs.get_club(session, "granite")
+        old, _ = keys.create_key(
+            session, club, ["read:programs"], "Old", EPOCH - timedelta(days=31), "30d"
+        )
+    row = part(web.get(TAB).text, f'id="key-{old.prefix}"')
+    assert '<td class="state off">expired</td>' in row
+    assert 'Expired <time datetime="2026-01-04T12:00:00.000Z">' in row
+    assert "Revoke<" not in row
+
+
+@pytest.mark.parametrize("choice", ["7d", "forever", "30d\x00"])
+def test_an_unknown_expiry_comes_back_with_the_message_beside_the_field(
+    web: Browser, sessions: sessionmaker[Session], choice: str
+) -> None:
+    web.get(TAB)
+    response = web.post(TAB, {"name": "Website", "scope": ["read:programs"], "expires_in": choice})
+    assert response.status_code == 422
+    assert 'id="key-expires-error"' in response.text
+    assert (
+        'aria-describedby="key-expires-hint key-expires-error" aria-invalid="true"' in response.text
+    )
+    assert 'value="Website"' in response.text
+    assert _keys(sessions) == []
+
+
+def test_a_use_of_the_api_shows_its_address_and_user_agent_on_the_page(web: Browser) -> None:
+    """Through the app: the API passes the request's client to ``ApiAccess.authorize``.
+    (TestClient's peer address is ``testclient``.)"""
+    full = re.findall(r"cw_live_\w+", _create(web))[0]
+    headers = {"Authorization": f"Bearer {full}", "User-Agent": "granite-site/2.1\x7f"}
+    assert web.client.get("/clubs/granite/api/v1/programs", headers=headers).status_code == 200
+    row = part(web.get(TAB).text, f'id="key-{full.split("_")[2]}"')
+    assert '<time datetime="2026-01-05T12:00:00.000Z">' in row
+    assert "from <code>testclient</code>" in row
+    assert "granite-site/2.1<" in row

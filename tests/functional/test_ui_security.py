@@ -197,4 +197,4 @@ def test_the_club_data_api_is_left_alone(web: Browser, sessions: sessionmaker[Se
     )
     assert response.status_code == 200
     assert "content-security-policy" not in response.headers
-    assert "cache-control" not in response.headers
+    assert response.headers["cache-control"] == "private, no-cache"  # the API's, not no-store

@@ -14,12 +14,12 @@ from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.services import endpoints, events
+from clubwire.services import endpoints, events, keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Base, Delivery, QueueHead
 from tests.conftest import make_settings
-from tests.factories import EPOCH, make_club, receiver_settings, registration
+from tests.factories import EPOCH, make_club, make_key, receiver_settings, registration
 
 
 def test_database_is_at_head(engine: Engine) -> None:
@@ -151,3 +151,34 @@ def test_0007_fills_the_queue_heads_and_keeps_every_delivery_and_attempt(
         heads = session.execute(select(QueueHead.endpoint_id, QueueHead.next_due_at)).all()
     assert heads == [(waiting, EPOCH + timedelta(seconds=30))]
     _move(engine, "head")
+
+
+def _key_columns(engine: Engine) -> set[str]:
+    return {column["name"] for column in inspect(engine).get_columns("api_keys")}
+
+
+def test_0008_key_use_and_expiry_go_and_come_back_keeping_every_key(
+    engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    """Up from 0007 the keys there never expire and have no recorded address or client; down
+    the three columns go, and no key with them; up again, the same."""
+    added = {"expires_at", "last_used_ip", "last_used_user_agent"}
+    with sessions.begin() as session:
+        record, _ = make_key(session, make_club(session), name="Website")
+        keys.note_use(session, record.id, EPOCH, "203.0.113.7", "club-site/1.0")
+    _move(engine, "0007", down=True)
+    assert added.isdisjoint(_key_columns(engine))
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT id, name FROM api_keys")).one() == (
+            record.id,
+            "Website",
+        )
+    _move(engine, "0008")
+    assert added <= _key_columns(engine)
+    with engine.connect() as connection:
+        row = connection.execute(
+            text("SELECT name, expires_at, last_used_ip, last_used_user_agent FROM api_keys")
+        ).one()
+    assert tuple(row) == ("Website", None, None, None)
+    _move(engine, "head")
+    assert migrate.current(engine) == migrate.head()

@@ -1,9 +1,12 @@
-"""Unit tests for the API key format ``cw_live_<prefix>_<secret>`` and the Bearer header."""
+"""Unit tests for the API key format ``cw_live_<prefix>_<secret>``, its checksum, and the
+Bearer header."""
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -11,10 +14,15 @@ from hypothesis import strategies as st
 
 from clubwire import ids
 from clubwire.domain import key_format
+from clubwire.services import keys
+from tests.factories import EPOCH
 
 PREFIX = "AbCdEf0123"
-SECRET = "0123456789ABCDEFGHIJKLmnopqrstuv"
+RANDOM = "0123456789ABCDEFGHIJKLmnopqrstuv"
+CHECKSUM = key_format.checksum(f"cw_live_{PREFIX}_{RANDOM}")
+SECRET = RANDOM + CHECKSUM
 VALID = f"cw_live_{PREFIX}_{SECRET}"
+LEGACY = f"cw_live_{PREFIX}_{RANDOM}"  # made before checksums: a 32-character secret
 
 base62_text = st.text(alphabet=ids.BASE62)
 any_text = st.text(alphabet=st.characters(exclude_categories=()))
@@ -44,24 +52,20 @@ class FakeRandom:
 
 def test_the_example_key_has_the_documented_lengths() -> None:
     assert len(PREFIX) == key_format.PREFIX_LENGTH
-    assert len(SECRET) == key_format.SECRET_LENGTH
+    assert len(SECRET) == key_format.SECRET_LENGTH == 38
+    assert len(RANDOM) == key_format.LEGACY_SECRET_LENGTH == 32
 
 
-def test_parse_splits_a_valid_key_into_prefix_and_secret() -> None:
-    assert key_format.parse(VALID) == key_format.ParsedKey(prefix=PREFIX, secret=SECRET)
+@pytest.mark.parametrize("value", [VALID, LEGACY], ids=["checksummed", "legacy"])
+def test_parse_splits_a_key_old_or_new_into_prefix_and_secret(value: str) -> None:
+    prefix, secret = value.removeprefix("cw_live_").split("_")
+    assert key_format.parse(value) == key_format.ParsedKey(prefix=prefix, secret=secret)
 
 
-@pytest.mark.parametrize(
-    ("prefix", "secret"),
-    [
-        ("a" * 8, SECRET),
-        ("a" * 12, SECRET),
-        (PREFIX, "s" * 64),
-    ],
-    ids=["prefix-8", "prefix-12", "secret-64"],
-)
-def test_parse_accepts_the_boundary_lengths(prefix: str, secret: str) -> None:
-    assert key_format.parse(f"cw_live_{prefix}_{secret}") == key_format.ParsedKey(prefix, secret)
+@pytest.mark.parametrize("value", [VALID, LEGACY], ids=["checksummed", "legacy"])
+def test_the_published_pattern_finds_keys_old_and_new_in_text(value: str) -> None:
+    text = f'API_KEY="{value}" # and cw_live_short_x, {VALID}x, _{VALID}'
+    assert re.findall(key_format.PATTERN, text) == [value]
 
 
 @pytest.mark.parametrize(
@@ -73,10 +77,13 @@ def test_parse_accepts_the_boundary_lengths(prefix: str, secret: str) -> None:
         pytest.param(f"cw-live-{PREFIX}-{SECRET}", id="hyphens"),
         pytest.param(f"{PREFIX}_{SECRET}", id="no-tag"),
         pytest.param(f"cw_live_{PREFIX}{SECRET}", id="no-separator"),
-        pytest.param(f"cw_live_{'a' * 7}_{SECRET}", id="prefix-7"),
-        pytest.param(f"cw_live_{'a' * 13}_{SECRET}", id="prefix-13"),
+        pytest.param(f"cw_live_{'a' * 9}_{SECRET}", id="prefix-9"),
+        pytest.param(f"cw_live_{'a' * 11}_{SECRET}", id="prefix-11"),
         pytest.param(f"cw_live_{PREFIX}_{'s' * 31}", id="secret-31"),
-        pytest.param(f"cw_live_{PREFIX}_{'s' * 65}", id="secret-65"),
+        pytest.param(f"cw_live_{PREFIX}_{'s' * 33}", id="secret-33"),
+        pytest.param(f"cw_live_{PREFIX}_{'s' * 37}", id="secret-37"),
+        pytest.param(f"cw_live_{PREFIX}_{'s' * 39}", id="secret-39"),
+        pytest.param(f"cw_live_{PREFIX}_{'s' * 64}", id="secret-64"),
         pytest.param(f"cw_live__{PREFIX}_{SECRET}", id="double-underscore-after-tag"),
         pytest.param(f"cw_live_{PREFIX}__{SECRET}", id="double-underscore-before-secret"),
         pytest.param(f"cw_live_{PREFIX}_{SECRET}_", id="trailing-underscore"),
@@ -91,6 +98,7 @@ def test_parse_accepts_the_boundary_lengths(prefix: str, secret: str) -> None:
         pytest.param(f"{VALID}\x00", id="trailing-nul"),
         pytest.param(f"Bearer {VALID}", id="whole-header"),
         pytest.param(f"cw_live_{PREFIX}_{SECRET[:-1]}-", id="hyphen-in-secret"),
+        pytest.param(f"cw_live_{PREFIX}_{SECRET[:-1]}", id="checksum-cut-short"),
         pytest.param(
             f"cw_live_{PREFIX}_{ARABIC_INDIC_DIGITS * 4}", id="arabic-indic-digits-secret"
         ),
@@ -139,19 +147,25 @@ def test_parse_rejects_anything_in_front_of_a_valid_key(junk: str, tail: str) ->
     assert key_format.parse(junk + VALID + tail) is None
 
 
-@given(
-    st.text(
-        alphabet=ids.BASE62, min_size=key_format.PREFIX_LENGTH, max_size=key_format.PREFIX_LENGTH
-    ),
-    st.text(
-        alphabet=ids.BASE62, min_size=key_format.SECRET_LENGTH, max_size=key_format.SECRET_LENGTH
-    ),
+prefixes = st.text(
+    alphabet=ids.BASE62, min_size=key_format.PREFIX_LENGTH, max_size=key_format.PREFIX_LENGTH
 )
-def test_generated_key_parses_back_to_its_parts(prefix: str, secret: str) -> None:
-    new = key_format.generate(FakeRandom(prefix, secret))
+randoms = st.text(
+    alphabet=ids.BASE62, min_size=key_format.RANDOM_LENGTH, max_size=key_format.RANDOM_LENGTH
+)
+
+
+@given(prefixes, randoms)
+def test_generated_key_parses_back_to_its_parts_and_its_checksum_holds(
+    prefix: str, random: str
+) -> None:
+    new = key_format.generate(FakeRandom(prefix, random))
+    secret = random + key_format.checksum(f"cw_live_{prefix}_{random}")
     assert new.value == f"cw_live_{prefix}_{secret}"
     assert new.prefix == prefix
-    assert key_format.parse(new.value) == key_format.ParsedKey(prefix=prefix, secret=secret)
+    parsed = key_format.parse(new.value)
+    assert parsed == key_format.ParsedKey(prefix=prefix, secret=secret)
+    assert key_format.checksum_holds(parsed)
     assert key_format.matches(secret, new.secret_hash)
 
 
@@ -161,6 +175,7 @@ def test_keys_generated_with_real_randomness_round_trip() -> None:
         parsed = key_format.parse(new.value)
         assert parsed is not None
         assert parsed.prefix == new.prefix
+        assert key_format.checksum_holds(parsed)
         assert key_format.matches(parsed.secret, new.secret_hash)
 
 
@@ -169,29 +184,96 @@ def test_keys_generated_with_real_randomness_differ() -> None:
     assert len(values) == 100
 
 
-def test_generate_draws_a_prefix_then_a_secret_of_the_documented_lengths() -> None:
-    fake = FakeRandom(PREFIX, SECRET)
+def test_generate_draws_a_prefix_then_the_random_part_of_the_secret() -> None:
+    fake = FakeRandom(PREFIX, RANDOM)
     key_format.generate(fake)
-    assert fake.lengths == [key_format.PREFIX_LENGTH, key_format.SECRET_LENGTH]
+    assert fake.lengths == [key_format.PREFIX_LENGTH, key_format.RANDOM_LENGTH]
 
 
 def test_generate_uses_only_the_injected_randomness() -> None:
-    first = key_format.generate(FakeRandom(PREFIX, SECRET))
-    second = key_format.generate(FakeRandom(PREFIX, SECRET))
+    first = key_format.generate(FakeRandom(PREFIX, RANDOM))
+    second = key_format.generate(FakeRandom(PREFIX, RANDOM))
     assert first == second
     assert first.value == VALID
+
+
+@pytest.mark.parametrize(
+    ("text", "crc"),
+    [("", 0), ("a", 0xE8B7BE43), ("cw_live_", zlib.crc32(b"cw_live_")), ("z" * 100, None)],
+)
+def test_the_checksum_is_the_crc32_in_six_base62_digits_most_significant_first(
+    text: str, crc: int | None
+) -> None:
+    crc = zlib.crc32(text.encode()) if crc is None else crc
+    digits = key_format.checksum(text)
+    assert len(digits) == key_format.CHECKSUM_LENGTH
+    assert sum(ids.BASE62.index(d) * 62**i for i, d in enumerate(reversed(digits))) == crc
+    assert key_format.BASE62 == ids.BASE62
+
+
+def test_the_largest_crc32_still_fits_six_digits() -> None:
+    assert 62**key_format.CHECKSUM_LENGTH > 2**32 - 1 >= 62 ** (key_format.CHECKSUM_LENGTH - 1)
+
+
+def test_a_zero_checksum_is_zero_padded() -> None:
+    assert key_format.checksum("") == "000000"
+
+
+@pytest.mark.parametrize("value", [VALID, LEGACY], ids=["checksummed", "legacy-has-none"])
+def test_the_checksum_of_a_real_key_holds(value: str) -> None:
+    parsed = key_format.parse(value)
+    assert parsed is not None
+    assert key_format.checksum_holds(parsed)
+
+
+@given(st.data(), prefixes, randoms)
+def test_any_one_character_changed_anywhere_fails_the_checksum(
+    data: st.DataObject, prefix: str, random: str
+) -> None:
+    """Prefix, random part or checksum: one typo is always caught (CRC32 catches every
+    error in one byte), and so is a swap of two neighbours."""
+    value = key_format.generate(FakeRandom(prefix, random)).value
+    start = len(key_format.TAG)
+    index = data.draw(
+        st.integers(min_value=start, max_value=len(value) - 1).filter(lambda i: value[i] != "_")
+    )
+    other = data.draw(st.sampled_from(ids.BASE62).filter(lambda c: c != value[index]))
+    tampered = key_format.parse(value[:index] + other + value[index + 1 :])
+    assert tampered is not None
+    assert not key_format.checksum_holds(tampered)
+
+
+@given(prefixes, randoms)
+def test_two_neighbours_swapped_fail_the_checksum(prefix: str, random: str) -> None:
+    value = key_format.generate(FakeRandom(prefix, random)).value
+    secret_at = value.rindex("_") + 1
+    for index in range(secret_at, len(value) - 1):
+        if value[index] != value[index + 1]:
+            swapped = value[:index] + value[index + 1] + value[index] + value[index + 2 :]
+            parsed = key_format.parse(swapped)
+            assert parsed is not None
+            assert not key_format.checksum_holds(parsed)
+
+
+@given(prefixes, randoms)
+def test_a_random_secret_of_the_new_length_almost_never_passes(prefix: str, random: str) -> None:
+    """1 in 2**32 would; hypothesis's few hundred draws never should."""
+    guessed = key_format.parse(f"cw_live_{prefix}_{random}{random[:6]}")
+    assert guessed is not None
+    assert not key_format.checksum_holds(guessed)
 
 
 @given(
     st.data(),
     st.text(
-        alphabet=ids.BASE62, min_size=key_format.SECRET_LENGTH, max_size=key_format.SECRET_LENGTH
+        alphabet=ids.BASE62, min_size=key_format.RANDOM_LENGTH, max_size=key_format.RANDOM_LENGTH
     ),
 )
 def test_a_secret_with_one_character_changed_does_not_match(
-    data: st.DataObject, secret: str
+    data: st.DataObject, random: str
 ) -> None:
-    new = key_format.generate(FakeRandom(PREFIX, secret))
+    new = key_format.generate(FakeRandom(PREFIX, random))
+    secret = new.value.rsplit("_", 1)[1]
     index = data.draw(st.integers(min_value=0, max_value=len(secret) - 1))
     other = data.draw(st.sampled_from(ids.BASE62).filter(lambda c: c != secret[index]))
     tampered = secret[:index] + other + secret[index + 1 :]
@@ -205,16 +287,16 @@ def test_the_secret_does_not_match_another_keys_hash() -> None:
 
 
 def test_the_stored_hash_is_64_hex_characters_and_not_the_secret() -> None:
-    new = key_format.generate(FakeRandom(PREFIX, SECRET))
+    new = key_format.generate(FakeRandom(PREFIX, RANDOM))
     assert re.fullmatch(r"[0-9a-f]{64}", new.secret_hash)
     assert SECRET not in new.secret_hash
     assert SECRET not in new.secret_hash.upper()
 
 
-def test_the_stored_hash_covers_only_the_secret_not_the_prefix() -> None:
-    one = key_format.generate(FakeRandom("a" * 10, SECRET))
-    two = key_format.generate(FakeRandom("b" * 10, SECRET))
-    assert one.secret_hash == two.secret_hash == key_format.hash_secret(SECRET)
+def test_the_stored_hash_is_of_the_whole_secret_part_checksum_included() -> None:
+    assert key_format.generate(FakeRandom(PREFIX, RANDOM)).secret_hash == (
+        key_format.hash_secret(SECRET)
+    )
 
 
 @pytest.mark.parametrize(
@@ -269,3 +351,51 @@ def test_bearer_token_never_raises_and_returns_a_trimmed_token(header: str) -> N
 )
 def test_bearer_token_returns_any_token_after_the_scheme(scheme: str, token: str) -> None:
     assert key_format.bearer_token(f"{scheme} {token}") == token
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "expired"),
+    [
+        (None, False),
+        (EPOCH + timedelta(microseconds=1), False),
+        (EPOCH, True),
+        (EPOCH - timedelta(days=1), True),
+    ],
+    ids=["never", "a-moment-later", "the-moment-itself", "yesterday"],
+)
+def test_a_key_has_expired_from_its_expiry_time_on(
+    expires_at: datetime | None, expired: bool
+) -> None:
+    assert key_format.expired(expires_at, EPOCH) is expired
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [
+        (None, None),
+        ("", None),
+        ("curl/8.5.0", "curl/8.5.0"),
+        ("Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (X11; Linux x86_64)"),
+        ("evil\x1b[31mred\x1b[0m", "evil[31mred[0m"),
+        ("a\tb\r\nc\x00d\x7fe\x85f", "abcdef"),
+        ("abc\u202egnp.exe", "abcgnp.exe"),
+        ("\u200e\u2066", None),
+        ("caf\xe9 \xa0x", "café x"),
+    ],
+    ids=["none", "empty", "curl", "browser", "ansi", "controls", "bidi", "only-marks", "latin-1"],
+)
+def test_a_client_header_is_kept_without_what_is_not_printable(
+    sent: str | None, kept: str | None
+) -> None:
+    assert keys.client_text(sent, keys.MAX_USER_AGENT_LENGTH) == kept
+
+
+def test_a_long_user_agent_is_cut_to_200_characters() -> None:
+    kept = keys.client_text("x" * 500, keys.MAX_USER_AGENT_LENGTH)
+    assert kept == "x" * 199 + "…"
+
+
+@given(st.text(alphabet=st.characters(codec="latin-1")), st.integers(1, 300))
+def test_a_kept_header_is_printable_and_fits(sent: str, limit: int) -> None:
+    kept = keys.client_text(sent, limit)
+    assert kept is None or (kept.isprintable() and 0 < len(kept) <= limit)

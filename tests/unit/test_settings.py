@@ -11,7 +11,13 @@ import pytest
 from pydantic import ValidationError
 
 from clubwire import errors
-from clubwire.settings import MIN_SECRET_LENGTH, SECRET_KEY_FILE, Settings, load_settings
+from clubwire.settings import (
+    MIN_SECRET_LENGTH,
+    MIN_TOKEN_LENGTH,
+    SECRET_KEY_FILE,
+    Settings,
+    load_settings,
+)
 
 SECRET = "a-secret-key-for-the-unit-tests-0123456789"
 TOKEN = "a-platform-token-0123456789"
@@ -156,6 +162,52 @@ def test_short_secret_keys_and_platform_tokens_are_rejected() -> None:
         Settings(_env_file=None, secret_key="x" * (MIN_SECRET_LENGTH - 1))
     with pytest.raises(ValidationError, match="platform_token"):
         Settings(_env_file=None, platform_token="x" * 15)
+
+
+@pytest.mark.parametrize("token", ["", "x", "x" * (MIN_TOKEN_LENGTH - 1)])
+def test_a_metrics_token_shorter_than_16_characters_is_a_settings_error(
+    monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    monkeypatch.setenv("CLUBWIRE_SECRET_KEY", SECRET)
+    monkeypatch.setenv("CLUBWIRE_METRICS_TOKEN", token)
+    if not token:  # an empty variable is unset (env_ignore_empty)
+        assert load_settings().metrics_token is None
+        return
+    with pytest.raises(errors.ConfigurationError) as raised:
+        load_settings()
+    assert raised.value.detail == (
+        "CLUBWIRE_METRICS_TOKEN: Value error, must be at least 16 characters"
+    )
+
+
+def test_metrics_settings_are_read_and_the_token_kept_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = "m" * MIN_TOKEN_LENGTH
+    monkeypatch.setenv("CLUBWIRE_METRICS_TOKEN", token)
+    monkeypatch.setenv("CLUBWIRE_SERVE_METRICS_PORT", "9100")
+    monkeypatch.setenv("CLUBWIRE_SERVE_METRICS_HOST", "10.0.0.5")
+    settings = Settings(_env_file=None)
+    assert settings.metrics_token is not None
+    assert settings.metrics_token.get_secret_value() == token
+    assert (settings.serve_metrics_port, settings.serve_metrics_host) == (9100, "10.0.0.5")
+    assert token not in repr(settings)
+    assert token not in str(settings)
+
+
+def test_metrics_are_off_the_public_port_by_default() -> None:
+    settings = Settings(_env_file=None)
+    assert settings.metrics_token is None
+    assert (settings.serve_metrics_port, settings.serve_metrics_host) == (None, "127.0.0.1")
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http"])
+def test_a_serve_metrics_port_out_of_range_is_rejected(
+    monkeypatch: pytest.MonkeyPatch, port: str
+) -> None:
+    monkeypatch.setenv("CLUBWIRE_SERVE_METRICS_PORT", port)
+    with pytest.raises(ValidationError, match="serve_metrics_port"):
+        Settings(_env_file=None)
 
 
 def test_secret_key_value_without_a_key_is_a_configuration_error() -> None:

@@ -24,14 +24,23 @@ def key() -> None:
     help=f"A scope to grant; repeat for more. One of: {', '.join(scopes.ALL)}.",
 )
 @click.option("--name", default="", help="A name to recognise the key by.")
+@click.option(
+    "--expires-in",
+    type=click.Choice(list(keys.EXPIRIES)),
+    default=keys.NEVER,
+    show_default=True,
+    help="When the key stops working: after 30, 90 or 365 days, or never.",
+)
 @JSON_OPTION
-def key_create(slug: str, chosen: tuple[str, ...], name: str, as_json: bool) -> None:
+def key_create(
+    slug: str, chosen: tuple[str, ...], name: str, expires_in: str, as_json: bool
+) -> None:
     """Create an API key; the full key is printed once and never stored."""
+    now = timestamps.utc_now()
     with transaction(settings()) as session:
-        record, value = keys.create_key(
-            session, clubs.get_club(session, slug), chosen, name, timestamps.utc_now()
-        )
-        described = keys.describe(record)
+        club = clubs.get_club(session, slug)
+        record, value = keys.create_key(session, club, chosen, name, now, expires_in)
+        described = keys.describe(record, now)
     if as_json:
         print_json({"key": value, **described})
     else:
@@ -46,7 +55,8 @@ def key_list(slug: str, as_json: bool) -> None:
     """List the club's API keys (never their secrets)."""
     with transaction(settings()) as session:
         club_id = clubs.get_club(session, slug).id
-        records = [keys.describe(k) for k in keys.list_keys(session, club_id)]
+        now = timestamps.utc_now()
+        records = [keys.describe(k, now) for k in keys.list_keys(session, club_id)]
     if as_json:
         print_json(records)
         return
@@ -56,12 +66,28 @@ def key_list(slug: str, as_json: bool) -> None:
             text(r["name"]),
             " ".join(r["scopes"]),  # type: ignore[arg-type]
             text(r["createdAt"]),
-            text(r["lastUsedAt"], "never"),
+            text(r["expiresAt"], "never"),
             text(r["status"]),
+            text(r["lastUsedAt"], "never"),
+            text(r["lastUsedIp"]),
+            text(r["lastUsedUserAgent"]),
         ]
         for r in records
     ]
-    print_table(rows, ["PREFIX", "NAME", "SCOPES", "CREATED", "LAST USED", "STATUS"])
+    print_table(
+        rows,
+        [
+            "PREFIX",
+            "NAME",
+            "SCOPES",
+            "CREATED",
+            "EXPIRES",
+            "STATUS",
+            "LAST USED",
+            "FROM",
+            "USER AGENT",
+        ],
+    )
 
 
 @key.command("revoke")
@@ -72,7 +98,8 @@ def key_revoke(slug: str, prefix: str, as_json: bool) -> None:
     """Revoke a key at once and for good (revoking again changes nothing)."""
     with transaction(settings()) as session:
         club_id = clubs.get_club(session, slug).id
-        described = keys.describe(keys.revoke_key(session, club_id, prefix, timestamps.utc_now()))
+        now = timestamps.utc_now()
+        described = keys.describe(keys.revoke_key(session, club_id, prefix, now), now)
     if as_json:
         print_json(described)
     else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 import uvloop
@@ -17,6 +19,7 @@ from clubwire.storage import database, migrate
 
 PORT = click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 HOST = click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+F = TypeVar("F", bound=Callable[..., object])
 WORKER_GC_THRESHOLD = 20_000  # young-generation collections every 20,000 allocations, not 700
 
 
@@ -31,35 +34,49 @@ def migrate_command() -> None:
         engine.dispose()
 
 
+def _metrics_address(role: str) -> Callable[[F], F]:
+    """``--metrics-port`` and ``--metrics-host`` of a command, defaulting to the settings
+    ``CLUBWIRE_<ROLE>_METRICS_PORT`` and ``…_HOST``."""
+    setting = f"CLUBWIRE_{role.upper()}_METRICS"
+
+    def add(command: F) -> F:
+        port = click.option(
+            "--metrics-port",
+            type=click.IntRange(1, 65535),
+            help=f"Serve /metrics and /healthz on this port (default: {setting}_PORT; "
+            "unset: none).",
+        )
+        host = click.option(
+            "--metrics-host",
+            help=f"Address for --metrics-port (default: {setting}_HOST, 127.0.0.1).",
+        )
+        return port(host(command))
+
+    return add
+
+
 @cli.command()
 @HOST
 @PORT
-def serve(host: str, port: int) -> None:
-    """Serve the HTTP API; on SQLite also deliver webhooks in this process."""
+@_metrics_address("serve")
+def serve(host: str, port: int, metrics_port: int | None, metrics_host: str | None) -> None:
+    """Serve the HTTP API; on SQLite also deliver webhooks in this process. /metrics is served
+    on --metrics-port, or on the API's port to a caller with CLUBWIRE_METRICS_TOKEN."""
     from clubwire import server
 
-    current = settings()
+    current = _with_metrics_address(settings(), "serve", metrics_port, metrics_host)
     _ready(current)
     server.run(current, host, port)
 
 
 @cli.command()
-@click.option(
-    "--metrics-port",
-    type=click.IntRange(1, 65535),
-    help="Serve /metrics and /healthz on this port (default: CLUBWIRE_WORKER_METRICS_PORT; "
-    "unset: none).",
-)
-@click.option(
-    "--metrics-host",
-    help="Address for --metrics-port (default: CLUBWIRE_WORKER_METRICS_HOST, 127.0.0.1).",
-)
+@_metrics_address("worker")
 def worker(metrics_port: int | None, metrics_host: str | None) -> None:
     """Deliver webhooks until stopped (SIGTERM or Ctrl-C finish the attempts in flight; a
     second Ctrl-C stops at once)."""
     from clubwire.worker import lock
 
-    current = _with_metrics_address(settings(), metrics_port, metrics_host)
+    current = _with_metrics_address(settings(), "worker", metrics_port, metrics_host)
     _ready(current)
     logs.configure(current.log_level)
     with lock.single_worker(current):
@@ -85,8 +102,10 @@ def _interrupted(stop: asyncio.Event) -> None:
     stop.set()
 
 
-def _with_metrics_address(current: Settings, port: int | None, host: str | None) -> Settings:
-    given = {"worker_metrics_port": port, "worker_metrics_host": host}
+def _with_metrics_address(
+    current: Settings, role: str, port: int | None, host: str | None
+) -> Settings:
+    given = {f"{role}_metrics_port": port, f"{role}_metrics_host": host}
     return current.model_copy(update={name: v for name, v in given.items() if v is not None})
 
 
@@ -102,7 +121,7 @@ async def _work(current: Settings) -> None:
     with session_factory(current, worker=True) as sessions, metrics.watching_queue(sessions):
         async with (
             running.running(current, sessions, metrics=metrics),
-            exposition.serving(current, metrics),
+            exposition.serving(current.worker_metrics_host, current.worker_metrics_port, metrics),
         ):
             click.echo("clubwire worker: delivering webhooks; Ctrl-C stops.", err=True)
             await stop.wait()

@@ -1,7 +1,7 @@
 """The API request path's one round trip, on the plain driver (DESIGN §8).
 
 Everything an API request needs to decide is read in one indexed query: the key's hash,
-scopes and revocation, the club's module switch and its programs version. Nothing is
+scopes, revocation and expiry, the club's module switch and its programs version. Nothing is
 cached here, so a revocation is seen by the very next request in every process.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import psycopg
@@ -18,7 +19,7 @@ from sqlalchemy.engine import make_url
 from clubwire.storage import database
 
 _KEY_QUERY = """
-SELECT k.id, k.secret_hash, k.scopes, k.revoked_at IS NOT NULL,
+SELECT k.id, k.secret_hash, k.scopes, k.revoked_at IS NOT NULL, k.expires_at,
        c.id, c.webhooks_enabled, c.programs_version
 FROM api_keys AS k JOIN clubs AS c ON c.id = k.club_id
 WHERE k.prefix = {prefix} AND c.slug = {slug}
@@ -34,6 +35,7 @@ class KeyRow:
     secret_hash: str
     scopes: str
     revoked: bool
+    expires_at: datetime | None
     club_id: str
     module_on: bool
     programs_version: int
@@ -47,16 +49,28 @@ class Reader(Protocol):
 def _row(values: tuple[object, ...] | None) -> KeyRow | None:
     if values is None:
         return None
-    key_id, secret_hash, scopes, revoked, club_id, module_on, version = values
+    key_id, secret_hash, scopes, revoked, expires_at, club_id, module_on, version = values
     return KeyRow(
         str(key_id),
         str(secret_hash),
         str(scopes),
         bool(revoked),
+        _moment(expires_at),
         str(club_id),
         bool(module_on),
         int(version),  # type: ignore[call-overload]
     )
+
+
+def _moment(value: object) -> datetime | None:
+    """A stored time as an aware UTC datetime: SQLite keeps ``UTCDateTime`` as naive UTC text,
+    PostgreSQL hands over an aware datetime."""
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(moment, datetime):
+        raise TypeError(f"not a stored time: {value!r}")
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 class SqliteReader:

@@ -82,7 +82,11 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(100))
     scopes: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]  # NULL: never
+    # The last use, written at most once a minute: when, from which address, by what client.
     last_used_at: Mapped[datetime | None]
+    last_used_ip: Mapped[str | None] = mapped_column(String(64))
+    last_used_user_agent: Mapped[str | None] = mapped_column(String(200))
     revoked_at: Mapped[datetime | None]
 
 

@@ -31,7 +31,7 @@ from clubwire.web import (
     ui,
     unstorable,
 )
-from clubwire.worker import lock, running
+from clubwire.worker import exposition, lock, running
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ def create_app(
             sessions = database.sessions(engine)
             secret_keys.check(sessions, settings)
             stack.enter_context(metrics.watching_queue(sessions, clock))
+            port, host = settings.serve_metrics_port, settings.serve_metrics_host
+            await stack.enter_async_context(exposition.serving(host, port, metrics))
             reader = await fastpath.open_reader(settings.sqlalchemy_url)
             access = ApiAccess(reader, sessions, clock)
             stack.push_async_callback(access.close)
@@ -96,7 +98,7 @@ def create_app(
     app.add_middleware(unstorable.Refuse)  # NUL in a path, query or Host: 422
     app.include_router(internal_api.router(settings))
     ui.install(app)
-    app.router.routes.extend(ops.routes())
+    app.router.routes.extend(ops.routes(settings))
     app.add_middleware(limits.BodyLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(telemetry.RequestTelemetry, metrics=metrics)
     app.router.routes[:0] = _public_routes(settings)

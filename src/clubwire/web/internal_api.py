@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -16,13 +15,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
-from clubwire.domain import key_format, program_wire, slugs, text
+from clubwire.domain import program_wire, slugs, text
 from clubwire.services import clubs
 from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
 from clubwire.storage import models
-from clubwire.web import openapi, problems
+from clubwire.web import bearer, openapi, problems
 
 Slug = Annotated[str, Path(pattern=slugs.SLUG_PATTERN, examples=["granite-curling-club"])]
 ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
@@ -213,15 +212,8 @@ def _platform_guard(settings: Settings) -> Callable[[Request], None]:
             raise errors.Forbidden(
                 "The internal API is off: set CLUBWIRE_PLATFORM_TOKEN to turn it on."
             )
-        presented = key_format.bearer_token(request.headers.get("authorization"))
-        if presented is None:
-            raise errors.MissingCredentials(
-                "Send the platform token: Authorization: Bearer <CLUBWIRE_PLATFORM_TOKEN>."
-            )
-        if not hmac.compare_digest(
-            presented.encode("latin-1"), expected.get_secret_value().encode()
-        ):
-            raise errors.Unauthenticated("The platform token is not right.")
+        authorization = request.headers.get("authorization")
+        bearer.require(authorization, expected, "platform token", "CLUBWIRE_PLATFORM_TOKEN")
 
     return guard
 

@@ -25,7 +25,36 @@ Read-only access to a club's data. Every request carries one of the club's API k
 under Webhooks & API, with a chosen set of scopes. Errors are `application/problem+json`
 with a stable `code`: `invalid_token` (401: the key is missing, malformed, unknown, revoked,
 or the club's Webhooks & API module is off) and `insufficient_scope` (403).
+
+The listing carries an `ETag`: send it back in `If-None-Match`, and while the listing is
+unchanged the answer is `304 Not Modified`, without a body. Keys are server-side secrets, so
+browsers' cross-origin calls are not supported: a CORS preflight is answered 403
+`cors_not_supported`.
 """
+
+LISTING_HEADERS = {
+    "ETag": {
+        "description": "The listing's strong entity tag: it changes exactly when the listing "
+        "does. Send it back in `If-None-Match`.",
+        "required": True,
+        "schema": {"type": "string", "example": '"3f2a9c0e5b7d41e8a6c2f0b9d8e7a615"'},
+    },
+    "Cache-Control": {
+        "description": "`private, no-cache`: keep the answer, and check it with "
+        "`If-None-Match` before using it again.",
+        "required": True,
+        "schema": {"type": "string", "example": "private, no-cache"},
+    },
+}
+IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "The `ETag` of the listing you hold (or a list of tags, or `*`): while it "
+    "is current the answer is `304 Not Modified`, without a body. Compared weakly "
+    "(RFC 9110 §13.1.2); a value that is not a list of entity tags is ignored.",
+    "schema": {"type": "string", "example": '"3f2a9c0e5b7d41e8a6c2f0b9d8e7a615"'},
+}
 
 _SECURITY_SCHEMES = {
     API_KEY_SCHEME: {

@@ -28,6 +28,16 @@ REALM = 'Bearer realm="clubwire"'
 # recovering server, later would keep clients away after it is back.
 RETRY_AFTER = 5
 
+
+class CrossOriginRefused(errors.ClubwireError):
+    """Browsers cannot call this API: an API key is a server-side secret, which a web page
+    would hand to every visitor. Call the API from your site's server, and give the page what
+    it needs from there."""
+
+    # A refusal of HTTP's own (a CORS preflight), so it is defined here, at the edge.
+    code = "cors_not_supported"
+
+
 _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.InvalidInput: 422,
     errors.NotFound: 404,
@@ -35,6 +45,7 @@ _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.Unauthenticated: 401,
     errors.InsufficientScope: 403,
     errors.Forbidden: 403,
+    CrossOriginRefused: 403,
     errors.NotMigrated: 503,
     errors.DatabaseUnavailable: 503,
     errors.TooManyAttempts: 429,

@@ -3,28 +3,82 @@
 Requests are served by plain Starlette routes placed first in the app (ADR 0001: a FastAPI
 sub-application per request halved the throughput). ``describe`` builds the FastAPI
 application whose only use is to generate the public OpenAPI document from the same handler.
+The listing is answered conditionally (``ETag``, ``If-None-Match``); a browser's CORS
+preflight to any path of the API is refused with a problem saying why (keys are server-side
+secrets), and no answer carries a CORS header.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from clubwire import errors
 from clubwire.domain import key_format, program_wire, scopes
-from clubwire.services.api_access import ApiAccess
+from clubwire.services.api_access import ApiAccess, ApiClient, Caller
 from clubwire.settings import Settings
-from clubwire.web import openapi, problems, telemetry
+from clubwire.web import conditional, openapi, problems, telemetry
 
 PROGRAMS_PATH = "/api/v1/programs"
 DOCUMENT_PATH = "/api/v1/openapi.json"
 PROGRAMS_EXAMPLE = {"data": program_wire.Program.model_config["json_schema_extra"]["examples"]}  # type: ignore[index]
+CACHE_CONTROL = "private, no-cache"  # kept by the caller only, and checked again before each use
 
 
-async def list_programs(request: Request) -> Response:
-    access: ApiAccess = request.state.access
+class Programs:
+    """``GET {base_url}/api/v1/programs``, answered conditionally (RFC 9110 §13.1.2).
+
+    The listing's entity tag is computed once per cached listing: ``ApiAccess`` keeps each
+    club's bytes per programs version, so a body that is not the object last seen for its
+    club is a new listing. A 304 does the same work as a 200, but for sending the body.
+    """
+
+    def __init__(self) -> None:
+        self._tagged: dict[str, _Tagged] = {}  # club id → its listing's tag, as last seen
+
+    async def answer(self, request: Request) -> Response:
+        access: ApiAccess = request.state.access
+        caller = await _authorized(request, access)
+        body = await access.programs_body(caller)
+        tagged = self._tag(caller.club_id, body)
+        fields = request.headers.getlist("if-none-match")
+        if fields and conditional.none_match(", ".join(fields), tagged.tag):
+            response = Response(status_code=304)
+        else:
+            response = Response(body, media_type="application/json")
+        response.raw_headers.extend(tagged.headers)
+        return response
+
+    def _tag(self, club_id: str, body: bytes) -> _Tagged:
+        known = self._tagged.get(club_id)
+        if known is None or known.body is not body:
+            known = self._tagged[club_id] = _Tagged.of(body)
+        return known
+
+
+@dataclass(frozen=True, slots=True)
+class _Tagged:
+    """A listing, its entity tag, and the headers every answer with it carries."""
+
+    body: bytes
+    tag: str
+    headers: tuple[tuple[bytes, bytes], ...]
+
+    @classmethod
+    def of(cls, body: bytes) -> _Tagged:
+        tag = conditional.entity_tag(body)
+        headers = ((b"etag", tag.encode()), (b"cache-control", CACHE_CONTROL.encode()))
+        return cls(body, tag, headers)
+
+
+async def _authorized(request: Request, access: ApiAccess) -> Caller:
+    """The caller, before anything else is looked at; the key's prefix goes to the log line."""
     authorization = request.headers.get("authorization")
     try:
         caller = await access.authorize(
@@ -32,12 +86,36 @@ async def list_programs(request: Request) -> Response:
             authorization,
             scopes.READ_PROGRAMS,
             request.scope["query_string"],
+            ApiClient(
+                request.client.host if request.client else None, request.headers.get("user-agent")
+            ),
         )
     except errors.ClubwireError:
         request.scope[telemetry.KEY_PREFIX] = _presented_prefix(authorization)
         raise
     request.scope[telemetry.KEY_PREFIX] = caller.prefix
-    return Response(await access.programs_body(caller), media_type="application/json")
+    return caller
+
+
+async def refuse_preflight(_request: Request) -> Response:
+    raise problems.CrossOriginRefused()
+
+
+class _Preflight(Route):
+    """A browser's CORS preflight (``OPTIONS`` with ``Origin`` and
+    ``Access-Control-Request-Method``) to any path of the API; any other request passes by."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope.get("method") == "OPTIONS" and _PREFLIGHT.issubset(_names(scope["headers"])):
+            return super().matches(scope)
+        return Match.NONE, {}
+
+
+def _names(headers: list[tuple[bytes, bytes]]) -> Iterator[bytes]:
+    return (name for name, _ in headers)
+
+
+_PREFLIGHT = frozenset({b"origin", b"access-control-request-method"})
 
 
 def _presented_prefix(authorization: str | None) -> str | None:
@@ -56,8 +134,9 @@ def routes(settings: Settings, prefix: str) -> list[BaseRoute]:
         return Response(body, media_type="application/json")
 
     return [
-        Route(prefix + PROGRAMS_PATH, list_programs, methods=["GET"]),
+        Route(prefix + PROGRAMS_PATH, Programs().answer, methods=["GET"]),
         Route(prefix + DOCUMENT_PATH, document, methods=["GET"]),
+        _Preflight(prefix + "/api/{path:path}", refuse_preflight, methods=["OPTIONS"]),
     ]
 
 
@@ -71,7 +150,7 @@ def describe() -> FastAPI:
     )
     api.add_api_route(
         PROGRAMS_PATH,
-        list_programs,
+        Programs().answer,
         methods=["GET"],
         operation_id="listPrograms",
         summary="List the club's programs",
@@ -87,9 +166,18 @@ def describe() -> FastAPI:
                 "description": "The programs",
                 "model": program_wire.ProgramList,
                 "content": {"application/json": {"example": PROGRAMS_EXAMPLE}},
+                "headers": openapi.LISTING_HEADERS,
+            },
+            304: {
+                "description": "Not modified: the listing is still the one `If-None-Match` "
+                "names. No body.",
+                "headers": openapi.LISTING_HEADERS,
             },
             **problems.documented(401, 403, 503),
         },
-        openapi_extra={"security": [{openapi.API_KEY_SCHEME: []}]},
+        openapi_extra={
+            "security": [{openapi.API_KEY_SCHEME: []}],
+            "parameters": [openapi.IF_NONE_MATCH],
+        },
     )
     return api

@@ -22,6 +22,14 @@ class KeyForm(ui_base.FormFields):
 
     name: str = ""
     scope: list[str] = Field(default_factory=list)
+    expires_in: str = keys.NEVER
+
+
+# The form's choices of when a new key expires, in words: "Never", "In 30 days", …
+EXPIRY_LABELS = {
+    choice: "Never" if lifetime is None else f"In {lifetime.days} days"
+    for choice, lifetime in keys.EXPIRIES.items()
+}
 
 
 def router() -> APIRouter:
@@ -66,13 +74,17 @@ def create_key(
 
     def step(session: Session, club: Club) -> Response:
         now = ui_base.now(request)
-        created, full_key = keys.create_key(session, club, form.scope, form.name, now)
+        created, full_key = keys.create_key(
+            session, club, form.scope, form.name, now, form.expires_in
+        )
         return _keys_page(request, session, club, created=created, full_key=full_key)
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return _keys_page(request, session, club, 422, form, found)
 
-    found = form.unstorable() or ui_base.field_errors(scopes=lambda: _check_scopes(form.scope))
+    found = form.unstorable() or ui_base.field_errors(
+        scopes=lambda: _check_scopes(form.scope), expires_in=lambda: keys.expiry(form.expires_in)
+    )
     # Once the scopes are right, the only check left in the service is the name's.
     return ui_base.form_step(request, staff, slug, found, step, again, field="name")
 
@@ -94,12 +106,16 @@ def _keys_page(
     created: ApiKey | None = None,
     full_key: str | None = None,
 ) -> Response:
+    listed = keys.list_keys(session, club.id)
+    now = ui_base.now(request)
     return ui_base.page(
         request,
         "api_keys.html",
         status,
         club=club,
-        keys=keys.list_keys(session, club.id),
+        keys=listed,
+        statuses={key.id: keys.status(key, now) for key in listed},
+        expiries=EXPIRY_LABELS,
         typed=typed or KeyForm(scope=[scopes.READ_PROGRAMS]),
         errors=found or {},
         created=created,

@@ -1,5 +1,6 @@
-"""A worker's own small HTTP server for Prometheus: ``/metrics`` and ``/healthz``, in the
-worker's event loop (so an answer also shows the loop is not stuck)."""
+"""A process's own small HTTP server for Prometheus: ``/metrics`` and ``/healthz``, in the
+process's event loop (so an answer also shows the loop is not stuck). A worker's
+(``--metrics-port``), and ``clubwire serve``'s when its metrics are kept off the public port."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 
 from clubwire.services.metrics import CONTENT_TYPE, Metrics
-from clubwire.settings import Settings
 
 HEALTHY = b'{"status":"ok"}'
 
 
 @asynccontextmanager
-async def serving(settings: Settings, metrics: Metrics) -> AsyncIterator[None]:
-    """Serve ``metrics`` until the block ends, on ``CLUBWIRE_WORKER_METRICS_HOST`` and
-    ``…_PORT``; nothing when no port is set."""
-    if settings.worker_metrics_port is None:
+async def serving(host: str, port: int | None, metrics: Metrics) -> AsyncIterator[None]:
+    """Serve ``metrics`` on ``host`` and ``port`` until the block ends; nothing when ``port``
+    is None. No credential is asked: bind it to an address only operators reach."""
+    if port is None:
         yield
         return
 
@@ -36,7 +36,6 @@ async def serving(settings: Settings, metrics: Metrics) -> AsyncIterator[None]:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        host, port = settings.worker_metrics_host, settings.worker_metrics_port
         await web.TCPSite(runner, host, port).start()
         yield
     finally:
