@@ -88,6 +88,12 @@ class AlreadyRunning(ClubwireError):
     code = "already_running"
 
 
+class TooManyRequests(ClubwireError):
+    """Too many requests for this minute: try again when the answer's Retry-After says."""
+
+    code = "rate_limited"
+
+
 class TooManyAttempts(ClubwireError):
     """Too many failed sign-ins: wait a few minutes and try again."""
 

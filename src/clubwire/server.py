@@ -29,6 +29,11 @@ def run(settings: Settings, host: str, port: int, services: Sequence[Service] = 
         loop="uvloop",
         http="httptools",
         access_log=False,
+        # The client is the socket's peer, or what X-Forwarded-For says behind a trusted proxy
+        # only (uvicorn would trust 127.0.0.1 by default: anything on the host could pose as
+        # any address to the rate limits and the sign-in throttle).
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies),
         log_config=None,
         log_level="info",
         server_header=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import secrets
@@ -40,6 +41,12 @@ class Settings(BaseSettings):
     club_host_suffix: str | None = None
     max_request_bytes: Annotated[int, Field(ge=1024, le=100 * 1024 * 1024)] = 1024 * 1024
     platform_token: SecretStr | None = None
+    # The club data API's rate limits (ADR 0009), requests a minute; 0 turns one off.
+    api_rate_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 600  # per key
+    api_auth_failure_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 60  # per address
+    # Proxies whose X-Forwarded-For names the client (addresses or networks, commas between);
+    # none by default: the client is the socket's peer.
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = ()
     secret_key: Annotated[SecretStr | None, Field(min_length=MIN_SECRET_LENGTH)] = None
 
     # Webhooks (DESIGN §6, §7)
@@ -70,6 +77,23 @@ class Settings(BaseSettings):
                 return tuple(int(part) for part in value.split(",") if part.strip())
             except ValueError:
                 raise ValueError("must be whole seconds separated by commas") from None
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _address_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for part in value:
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise ValueError(f"{part!r} is not an IP address or network") from None
         return value
 
     @field_validator("retry_schedule")

@@ -15,11 +15,13 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
+from starlette.responses import Response
 
 from clubwire import ids
 from clubwire.domain import key_format
+from clubwire.domain.rate_limits import Policy, Standing, Window
 from clubwire.services import clubs, keys
-from clubwire.web import problems
+from clubwire.web import problems, public_api
 from tests.docs import markdown
 from tests.docs.conftest import SLUG, World
 from tests.factories import EPOCH
@@ -72,10 +74,20 @@ def _answers_shown() -> list[markdown.Block]:
 
 def _answered(exc: Exception) -> str:
     """The answer to an exception no handler took, as an ``http`` block shows it."""
-    response = problems.answer(exc)
+    return _shown_as(problems.answer(exc))
+
+
+def _shown_as(response: Response) -> str:
     headers = "\n".join(f"{name}: {value}" for name, value in response.headers.items())
     status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
     return f"HTTP/1.1 {status}\n{headers}\n\n{bytes(response.body).decode()}"
+
+
+def _over(policy: Policy, detail: str) -> str:
+    """The answer past ``policy``'s quota, 42 seconds before the window ends (the server
+    answers so: reaching the quota for real takes the docs' world out for a minute)."""
+    response = public_api.limited_answer(Standing(policy, policy.quota + 1, Window(0, 42)), detail)
+    return _shown_as(response)
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +135,8 @@ def _cases(world: World, expired_key: str) -> dict[str, str]:
             {"Origin": "https://granite.example", "Access-Control-Request-Method": "GET"},
         ),
         "nul in the URL": _answer(world, bearer, f"/clubs/{SLUG}%00/api/v1/programs"),
+        "over a key's limit": _over(Policy("per-key", 600), public_api.TOO_MANY_REQUESTS),
+        "over an address's limit": _over(Policy("auth-failures", 60), public_api.TOO_MANY_FAILURES),
         "server fault": _answered(RuntimeError("shown in the docs")),
         "database down": _answered(psycopg.OperationalError("connection failed")),
     }
@@ -223,3 +237,12 @@ def test_the_worked_checksum_example_recomputes() -> None:
     assert parsed is not None
     assert key_format.checksum_holds(parsed)
     assert re.fullmatch(_published_pattern(), shown["the key"])
+
+
+def test_the_rate_limit_fields_shown_are_what_a_key_is_told(world: World) -> None:
+    (block,) = [b for b in _blocks("http") if b.text.startswith("RateLimit-Policy")]
+    shown = dict(line.split(": ", 1) for line in block.text.strip().splitlines())
+    real = _parse(_answer(world, f"Bearer {world.key}"))[1]
+    assert real["ratelimit-policy"] == shown["RateLimit-Policy"]
+    assert re.fullmatch(r'"per-key";r=\d+;t=\d+', real["ratelimit"])
+    assert re.fullmatch(r'"per-key";r=599;t=\d+', shown["RateLimit"])

@@ -21,7 +21,7 @@ def test_public_document_is_served_at_the_clubs_base_url(client: TestClient) -> 
     assert list(document["paths"]) == ["/api/v1/programs"]
     operation = document["paths"]["/api/v1/programs"]["get"]
     assert operation["security"] == [{"apiKey": []}]
-    assert set(operation["responses"]) == {"200", "304", "401", "403", "503"}
+    assert set(operation["responses"]) == {"200", "304", "401", "403", "429", "503"}
     assert operation["responses"]["200"]["content"]["application/json"]["example"]["data"]
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     assert "platformToken" not in document["components"]["securitySchemes"]
@@ -53,9 +53,15 @@ def test_the_listing_documents_its_conditional_answers(client: TestClient) -> No
         assert "content" not in not_modified
         for status in ("200", "304"):
             headers = operation["responses"][status]["headers"]
-            assert set(headers) == {"ETag", "Cache-Control"}
-            assert all(header["required"] for header in headers.values())
+            assert set(headers) == {"ETag", "Cache-Control", "RateLimit-Policy", "RateLimit"}
+            assert headers["ETag"]["required"]
+            assert headers["Cache-Control"]["required"]
             assert headers["Cache-Control"]["schema"]["example"] == "private, no-cache"
+        for status in ("401", "403", "429"):  # each rate limit may be turned off
+            assert {"RateLimit-Policy", "RateLimit"} <= set(
+                operation["responses"][status]["headers"]
+            )
+        assert "Retry-After" in operation["responses"]["429"]["headers"]
 
 
 def test_the_public_description_says_browsers_cannot_call_it(client: TestClient) -> None:

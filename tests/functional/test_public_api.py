@@ -4,6 +4,7 @@ conditional requests, and browsers' preflights refused."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -47,6 +48,14 @@ def world(sessions: sessionmaker[Session]) -> World:
         record, value = make_key(session, granite)
         _, marble_value = make_key(session, marble)
         return World(key=value, prefix=record.prefix, marble_key=marble_value)
+
+
+@pytest.fixture
+def unthrottled(settings: Settings, tmp_path: Path, clock: FakeClock) -> Iterator[TestClient]:
+    """The app without rate limits: for many failed authentications in a row."""
+    off = make_settings(settings.database_url, tmp_path, api_auth_failure_limit=0)
+    with TestClient(create_app(off, clock), raise_server_exceptions=False) as client:
+        yield client
 
 
 def _get(client: TestClient, key: str | None, url: str = URL) -> Response:
@@ -171,9 +180,9 @@ def test_a_key_in_the_query_string_is_refused_with_advice(client: TestClient, wo
     )
 )
 def test_no_authorization_value_yields_a_server_error(
-    client: TestClient, world: World, value: bytes
+    unthrottled: TestClient, world: World, value: bytes
 ) -> None:
-    response = client.get(URL, headers={b"Authorization": value.strip()})
+    response = unthrottled.get(URL, headers={b"Authorization": value.strip()})
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/problem+json"
 

@@ -319,3 +319,24 @@ def test_a_truncated_secret_key_file_is_a_configuration_error(home: Path, conten
     (home / SECRET_KEY_FILE).write_text(content)
     with pytest.raises(errors.ConfigurationError, match="secret_key"):
         load_settings()
+
+
+def test_trusted_proxies_are_addresses_or_networks_from_one_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings(_env_file=None).trusted_proxies == ()
+    monkeypatch.setenv("CLUBWIRE_TRUSTED_PROXIES", " 10.0.0.0/8, 192.0.2.10 ,,2001:db8::/32")
+    assert Settings(_env_file=None).trusted_proxies == ("10.0.0.0/8", "192.0.2.10", "2001:db8::/32")
+    monkeypatch.setenv("CLUBWIRE_TRUSTED_PROXIES", "10.0.0.0/8,proxy.example.com")
+    with pytest.raises(ValidationError, match=r"'proxy\.example\.com' is not an IP address"):
+        Settings(_env_file=None)
+
+
+def test_api_rate_limits_default_on_and_may_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = Settings(_env_file=None)
+    assert (defaults.api_rate_limit, defaults.api_auth_failure_limit) == (600, 60)
+    monkeypatch.setenv("CLUBWIRE_API_RATE_LIMIT", "0")
+    assert Settings(_env_file=None).api_rate_limit == 0
+    monkeypatch.setenv("CLUBWIRE_API_RATE_LIMIT", "-1")
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None)

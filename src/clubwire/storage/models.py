@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     ForeignKey,
@@ -257,6 +258,17 @@ class SignInFailure(Base):
     key: Mapped[str] = mapped_column(String(300), primary_key=True)
     failures: Mapped[int] = mapped_column(Integer)
     window_start: Mapped[datetime]
+
+
+class RateCount(Base):
+    """Requests to the club data API in one window of a minute, counted by every API process
+    together (ADR 0009): per key (``key:<prefix>``) and per client address (``address:<ip>``)."""
+
+    __tablename__ = "rate_counts"
+
+    bucket: Mapped[str] = mapped_column(String(80), primary_key=True)
+    window_number: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    count: Mapped[int] = mapped_column(Integer)
 
 
 class SecretKeyCheck(Base):

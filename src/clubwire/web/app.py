@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -18,6 +20,7 @@ from clubwire.domain import timestamps
 from clubwire.services import secret_keys
 from clubwire.services.api_access import ApiAccess
 from clubwire.services.metrics import Metrics
+from clubwire.services.rate_limits import ApiLimits, RateCounter
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
 from clubwire.web import (
@@ -73,6 +76,7 @@ def create_app(
             reader = await fastpath.open_reader(settings.sqlalchemy_url)
             access = ApiAccess(reader, sessions, clock)
             stack.push_async_callback(access.close)
+            limits = await stack.enter_async_context(_api_limits(settings, sessions))
             for service in services:
                 await stack.enter_async_context(service(sessions))
             if run_worker:
@@ -80,6 +84,7 @@ def create_app(
             yield {
                 "sessions": sessions,
                 "access": access,
+                "limits": limits,
                 "clock": clock,
                 "settings": settings,
                 "engine": engine,
@@ -121,6 +126,21 @@ async def _start_worker(
         log.warning("another clubwire worker runs on this database: this process only serves")
         return
     await stack.enter_async_context(running.running(settings, sessions, clock, metrics))
+
+
+@asynccontextmanager
+async def _api_limits(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> AsyncIterator[ApiLimits]:
+    """The API's rate limits, their counts shared with the other API processes meanwhile."""
+    counter = RateCounter(sessions)
+    sharing = asyncio.create_task(counter.keep_sharing())
+    try:
+        yield ApiLimits(counter, settings.api_rate_limit, settings.api_auth_failure_limit)
+    finally:
+        sharing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sharing
 
 
 def _public_routes(settings: Settings) -> list[BaseRoute]:

@@ -32,7 +32,22 @@ browsers' cross-origin calls are not supported: a CORS preflight is answered 403
 `cors_not_supported`.
 """
 
-LISTING_HEADERS = {
+# Every answer of the club data API tells where its caller stands (ADR 0009), unless the
+# operator turned that limit off (CLUBWIRE_API_RATE_LIMIT=0, CLUBWIRE_API_AUTH_FAILURE_LIMIT=0).
+RATE_LIMIT_HEADERS: dict[str, object] = {
+    "RateLimit-Policy": {
+        "description": "The rate limit counted (draft-ietf-httpapi-ratelimit-headers): "
+        '`"per-key"` for a request whose key was found, `"auth-failures"` (per client address) '
+        "for one that failed to authenticate; `q` requests a window of `w` seconds.",
+        "schema": {"type": "string", "example": '"per-key";q=600;w=60'},
+    },
+    "RateLimit": {
+        "description": "Where the caller stands: `r` requests remain in this window, which "
+        "ends in `t` seconds.",
+        "schema": {"type": "string", "example": '"per-key";r=599;t=42'},
+    },
+}
+LISTING_HEADERS: dict[str, object] = {
     "ETag": {
         "description": "The listing's strong entity tag: it changes exactly when the listing "
         "does. Send it back in `If-None-Match`.",
@@ -45,6 +60,7 @@ LISTING_HEADERS = {
         "required": True,
         "schema": {"type": "string", "example": "private, no-cache"},
     },
+    **RATE_LIMIT_HEADERS,
 }
 IF_NONE_MATCH = {
     "name": "If-None-Match",

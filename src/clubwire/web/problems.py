@@ -49,6 +49,7 @@ _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.NotMigrated: 503,
     errors.DatabaseUnavailable: 503,
     errors.TooManyAttempts: 429,
+    errors.TooManyRequests: 429,
     # This process cannot serve as configured (after a secret-key rotation, say): not a bug,
     # but nothing a client can fix; logged for the operators.
     errors.ConfigurationError: 503,
@@ -233,6 +234,9 @@ def _documented(status: int) -> dict[str, object]:
     }
     if status == 503:
         entry["description"] = "The database is unavailable for the moment (database_unavailable)"
+        entry["headers"] = {"Retry-After": _RETRY_AFTER_HEADER}
+    if status == 429:
+        entry["description"] = "Over a rate limit (rate_limited): wait for `Retry-After`"
         entry["headers"] = {"Retry-After": _RETRY_AFTER_HEADER}
     return entry
 

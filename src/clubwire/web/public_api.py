@@ -21,7 +21,9 @@ from starlette.types import Scope
 
 from clubwire import errors
 from clubwire.domain import key_format, program_wire, scopes
+from clubwire.domain.rate_limits import Standing
 from clubwire.services.api_access import ApiAccess, ApiClient, Caller
+from clubwire.services.rate_limits import ApiLimits
 from clubwire.settings import Settings
 from clubwire.web import conditional, openapi, problems, telemetry
 
@@ -44,7 +46,20 @@ class Programs:
 
     async def answer(self, request: Request) -> Response:
         access: ApiAccess = request.state.access
-        caller = await _authorized(request, access)
+        limits: ApiLimits = request.state.limits
+        address = request.client.host if request.client else "unknown"
+        screened = limits.screen(address)
+        if screened is not None:
+            return limited_answer(screened, TOO_MANY_FAILURES)
+        try:
+            caller = await _authorized(request, access, address)
+        except errors.InsufficientScope as error:
+            return _with(problems.problem(error), limits.take(_presented_prefix(request) or ""))
+        except errors.Unauthenticated as error:
+            return _with(problems.problem(error), limits.failed(address))
+        standing = limits.take(caller.prefix)
+        if standing is not None and standing.over:
+            return limited_answer(standing, TOO_MANY_REQUESTS)
         body = await access.programs_body(caller)
         tagged = self._tag(caller.club_id, body)
         fields = request.headers.getlist("if-none-match")
@@ -53,7 +68,7 @@ class Programs:
         else:
             response = Response(body, media_type="application/json")
         response.raw_headers.extend(tagged.headers)
-        return response
+        return _with(response, standing)
 
     def _tag(self, club_id: str, body: bytes) -> _Tagged:
         known = self._tagged.get(club_id)
@@ -77,24 +92,49 @@ class _Tagged:
         return cls(body, tag, headers)
 
 
-async def _authorized(request: Request, access: ApiAccess) -> Caller:
+async def _authorized(request: Request, access: ApiAccess, address: str) -> Caller:
     """The caller, before anything else is looked at; the key's prefix goes to the log line."""
     authorization = request.headers.get("authorization")
+    client = ApiClient(address, request.headers.get("user-agent"))
     try:
         caller = await access.authorize(
             request.path_params["slug"],
             authorization,
             scopes.READ_PROGRAMS,
             request.scope["query_string"],
-            ApiClient(
-                request.client.host if request.client else None, request.headers.get("user-agent")
-            ),
+            client,
         )
     except errors.ClubwireError:
-        request.scope[telemetry.KEY_PREFIX] = _presented_prefix(authorization)
+        request.scope[telemetry.KEY_PREFIX] = _presented_prefix(request)
         raise
     request.scope[telemetry.KEY_PREFIX] = caller.prefix
     return caller
+
+
+def _with(response: Response, standing: Standing | None) -> Response:
+    """``response`` telling where its caller stands with its rate limit, if one is on."""
+    if standing is not None:
+        fields = standing.headers().items()
+        response.raw_headers.extend(
+            (name.lower().encode(), value.encode()) for name, value in fields
+        )
+    return response
+
+
+def limited_answer(standing: Standing, detail: str) -> Response:
+    """The 429 for a request over ``standing``'s limit, saying when to come back."""
+    seconds = standing.window.left
+    error = errors.TooManyRequests(detail.format(quota=standing.policy.quota, seconds=seconds))
+    return _with(problems.problem(error), standing)
+
+
+TOO_MANY_FAILURES = (
+    "More than {quota} requests from your address failed to authenticate this minute: "
+    "try again in {seconds} s, with a valid API key."
+)
+TOO_MANY_REQUESTS = (
+    "This API key has made its {quota} requests for this minute: try again in {seconds} s."
+)
 
 
 async def refuse_preflight(_request: Request) -> Response:
@@ -118,9 +158,9 @@ def _names(headers: list[tuple[bytes, bytes]]) -> Iterator[bytes]:
 _PREFLIGHT = frozenset({b"origin", b"access-control-request-method"})
 
 
-def _presented_prefix(authorization: str | None) -> str | None:
-    """The public prefix of a refused key, for the request's log line (if it is key-shaped)."""
-    token = key_format.bearer_token(authorization)
+def _presented_prefix(request: Request) -> str | None:
+    """The public prefix of the key presented, if it is key-shaped."""
+    token = key_format.bearer_token(request.headers.get("authorization"))
     parsed = key_format.parse(token) if token is not None else None
     return parsed.prefix if parsed is not None else None
 
@@ -173,7 +213,8 @@ def describe() -> FastAPI:
                 "names. No body.",
                 "headers": openapi.LISTING_HEADERS,
             },
-            **problems.documented(401, 403, 503),
+            **_limited_answers(problems.documented(401, 403, 429), openapi.RATE_LIMIT_HEADERS),
+            **problems.documented(503),
         },
         openapi_extra={
             "security": [{openapi.API_KEY_SCHEME: []}],
@@ -181,3 +222,13 @@ def describe() -> FastAPI:
         },
     )
     return api
+
+
+def _limited_answers(
+    answers: dict[int | str, dict[str, object]], headers: dict[str, object]
+) -> dict[int | str, dict[str, object]]:
+    """``answers`` documented with the rate-limit ``headers`` beside their own."""
+    return {
+        status: {**entry, "headers": {**dict(entry.get("headers") or {}), **headers}}  # type: ignore[call-overload]
+        for status, entry in answers.items()
+    }
