@@ -247,12 +247,13 @@ def _request_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 async def _read_capped(response: aiohttp.ClientResponse, into: bytearray) -> None:
     """Read the body into ``into`` up to 64 KiB; past that, drop the connection."""
-    while len(into) < MAX_RESPONSE_BYTES:
-        chunk = await response.content.read(MAX_RESPONSE_BYTES - len(into))
+    content = response.content
+    while len(into) < MAX_RESPONSE_BYTES and not content.at_eof():
+        chunk = await content.read(MAX_RESPONSE_BYTES - len(into))
         if not chunk:
             return
         into += chunk
-    if not response.content.at_eof():
+    if not content.at_eof():
         response.close()
 
 

@@ -94,6 +94,7 @@ class LanePolicy:
         self._named: set[str] = set()  # endpoints a wake-up named, to lease
         self._discover = True  # lease any lanes with due work in the next round
         self._claiming: set[str] = set()  # lanes in the claim under way
+        self.busy = 0  # jobs waiting or running in all lanes (the sum of their ``busy``)
 
     # -- wake-ups -----------------------------------------------------------------------------
 
@@ -214,6 +215,7 @@ class LanePolicy:
         for job in jobs:
             lane = self.lanes[job.endpoint_id]
             lane.queue.append(job)
+            self.busy += 1
             lane.claimed.add(job.delivery_id)
             got[job.endpoint_id] += 1
         start = []
@@ -222,6 +224,7 @@ class LanePolicy:
             lane.dry = got[endpoint_id] < wanted
             for _ in range(min(self.limits.per_endpoint - lane.runners, len(lane.queue))):
                 lane.runners += 1
+                self.busy += 1
                 start.append(endpoint_id)
         return start
 
@@ -244,6 +247,7 @@ class LanePolicy:
         if not lane.queue:
             return None
         job = lane.queue.popleft()
+        self.busy -= 1
         if self._asks(lane, now) and self._room_in(lane) >= self._refill_of(lane):
             self._wanting.setdefault(endpoint_id)
         return job
@@ -268,12 +272,14 @@ class LanePolicy:
             lane.claimed.discard(job.delivery_id)
             if job in lane.queue:
                 lane.queue.remove(job)
+                self.busy -= 1
 
     def runner_ended(self, endpoint_id: str, now: float) -> None:
         """A runner found nothing waiting; the lane asks for more if it may (a lane with a
         max rate holds no more jobs than runners, so it never asks while popping one)."""
         lane = self.lanes[endpoint_id]
         lane.runners -= 1
+        self.busy -= 1
         if self._asks(lane, now) and self._room_in(lane) >= self._refill_of(lane):
             self._wanting.setdefault(endpoint_id)
 
@@ -328,7 +334,7 @@ class LanePolicy:
         )
 
     def _room(self) -> int:
-        return self.limits.depth - sum(lane.busy for lane in self.lanes.values())
+        return self.limits.depth - self.busy
 
     def _room_in(self, lane: Lane) -> int:
         rate = lane.leased.max_rate
