@@ -11,11 +11,14 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Literal
 
 import pytest
+
+from clubwire.settings import Settings
+from tests.conftest import SECRET_KEY
 
 POLL = 0.05
 
@@ -112,3 +115,36 @@ def clubwire(
         if process.poll() is None:
             process.kill()
         process.wait(30)
+
+
+def fetch(url: str, key: str, **headers: str) -> int:
+    """The status of GET ``url`` with the API key and ``headers``."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def servers(
+    stack: ExitStack, settings: Settings, folder: Path, count: int, **env: str
+) -> list[str]:
+    """``count`` real ``clubwire serve`` processes on the test's database, ready; the URL of
+    granite's programs on each."""
+    urls = []
+    for number in range(count):
+        port = free_port()
+        env_of_one = environment(
+            folder / str(number),
+            CLUBWIRE_DATABASE_URL=settings.database_url,
+            CLUBWIRE_SECRET_KEY=SECRET_KEY,
+            **env,
+        )
+        (folder / str(number)).mkdir(parents=True)
+        args = ("serve", "--port", str(port))
+        stack.enter_context(clubwire(folder / str(number), env_of_one, *args))
+        base = f"http://127.0.0.1:{port}"
+        wait_for(f"{base}/readyz", {})
+        urls.append(f"{base}/clubs/granite/api/v1/programs")
+    return urls

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -124,37 +122,6 @@ def test_a_limit_of_zero_is_off_and_tells_nothing(
 # -- real server processes ---------------------------------------------------------------------
 
 
-def _fetch(url: str, key: str, **headers: str) -> int:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}", **headers})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
-def _servers(
-    stack: ExitStack, settings: Settings, folder: Path, count: int, **env: str
-) -> list[str]:
-    """``count`` real ``clubwire serve`` processes on the test's database; their API URLs."""
-    urls = []
-    for number in range(count):
-        port = processes.free_port()
-        environment = processes.environment(
-            folder / str(number),
-            CLUBWIRE_DATABASE_URL=settings.database_url,
-            CLUBWIRE_SECRET_KEY=conftest.SECRET_KEY,
-            **env,
-        )
-        (folder / str(number)).mkdir(parents=True)
-        args = ("serve", "--port", str(port))
-        stack.enter_context(processes.clubwire(folder / str(number), environment, *args))
-        base = f"http://127.0.0.1:{port}"
-        processes.wait_for(f"{base}/readyz", {})
-        urls.append(base + URL)
-    return urls
-
-
 def test_two_server_processes_hold_one_limit_together(
     settings: Settings, keys: tuple[str, str, str], tmp_path: Path
 ) -> None:
@@ -165,16 +132,18 @@ def test_two_server_processes_hold_one_limit_together(
         pytest.skip("several server processes share one limit on PostgreSQL")
     key, _, _ = keys
     with ExitStack() as stack:
-        first, second = _servers(stack, settings, tmp_path, 2, CLUBWIRE_API_RATE_LIMIT="10")
+        first, second = processes.servers(
+            stack, settings, tmp_path, 2, CLUBWIRE_API_RATE_LIMIT="10"
+        )
         if time.time() % 60 > 45:
             time.sleep(61 - time.time() % 60)
-        assert [_fetch(first, key) for _ in range(8)] == [200] * 8
+        assert [processes.fetch(first, key) for _ in range(8)] == [200] * 8
         time.sleep(3 * SHARE_EVERY)
-        assert _fetch(second, key) == 200  # a key it has not seen: it learns its count now
+        assert processes.fetch(second, key) == 200  # a key it has not seen: it learns its count now
         time.sleep(3 * SHARE_EVERY)
-        assert [_fetch(second, key) for _ in range(2)] == [200, 429]
+        assert [processes.fetch(second, key) for _ in range(2)] == [200, 429]
         time.sleep(3 * SHARE_EVERY)
-        assert _fetch(first, key) == 429
+        assert processes.fetch(first, key) == 429
 
 
 def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(
@@ -185,7 +154,7 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(
     key, _, _ = keys
     bad = "cw_live_aaaaaaaaaa_" + "b" * 32
     with ExitStack() as stack:
-        (trusting,) = _servers(
+        (trusting,) = processes.servers(
             stack,
             settings,
             tmp_path / "trusting",
@@ -193,12 +162,12 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(
             CLUBWIRE_API_AUTH_FAILURE_LIMIT="2",
             CLUBWIRE_TRUSTED_PROXIES="127.0.0.1",
         )
-        (plain,) = _servers(
+        (plain,) = processes.servers(
             stack, settings, tmp_path / "plain", 1, CLUBWIRE_API_AUTH_FAILURE_LIMIT="2"
         )
         guesser, visitor = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "198.51.100.1"}
-        assert [_fetch(trusting, bad, **guesser) for _ in range(3)] == [401, 401, 429]
-        assert _fetch(trusting, key, **guesser) == 429
-        assert _fetch(trusting, key, **visitor) == 200  # another client behind the proxy
-        assert [_fetch(plain, bad, **guesser) for _ in range(2)] == [401, 401]
-        assert _fetch(plain, key, **visitor) == 429  # one peer, whatever the header says
+        assert [processes.fetch(trusting, bad, **guesser) for _ in range(3)] == [401, 401, 429]
+        assert processes.fetch(trusting, key, **guesser) == 429
+        assert processes.fetch(trusting, key, **visitor) == 200  # another client behind the proxy
+        assert [processes.fetch(plain, bad, **guesser) for _ in range(2)] == [401, 401]
+        assert processes.fetch(plain, key, **visitor) == 429  # one peer, whatever the header says

@@ -1,13 +1,18 @@
 """The API request path's one round trip, on the plain driver (DESIGN §8).
 
 Everything an API request needs to decide is read in one indexed query: the key's hash,
-scopes, revocation and expiry, the club's module switch and its programs version. Nothing is
-cached here, so a revocation is seen by the very next request in every process.
+scopes, revocation and expiry, the club's module switch and its programs version. On SQLite
+it is read for every request (microseconds). On PostgreSQL the rows read are kept in memory
+while a listening connection hears PostgreSQL's notices of every change to them (ADR 0010),
+and read for every request while it cannot, so a revocation is seen by the first request
+after its notice in every process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +32,14 @@ WHERE k.prefix = {prefix} AND c.slug = {slug}
 
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+CHANNEL = "clubwire_api"  # migration 0010's triggers notify it
+LISTENER = "clubwire-api-notices"  # the listening connection's application_name
+MAX_KEPT = 10_000  # rows kept; past that all are forgotten and read again
+RECONNECT_AFTER = 1.0  # seconds after the listening connection was lost
+CHECK_ALIVE_EVERY = 5.0  # seconds without a notice before the connection is checked
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +163,91 @@ class PostgresReader:
             await connection.close()
 
 
+class KeptRows:
+    """Key rows kept in memory while a connection listens on ``CHANNEL``: any notice there
+    (sent by triggers in the transaction of each change, migration 0010) forgets them all.
+    A row read while a notice arrives is not kept (``_generation``): it may predate the
+    change. While not listening (connecting, or the connection lost), every request reads.
+    Rows not found are never kept, so guessed keys cannot fill the memory."""
+
+    def __init__(self, reader: PostgresReader, conninfo: str, options: dict[str, Any]) -> None:
+        self._reader = reader
+        self._conninfo = conninfo
+        self._options = options
+        self._rows: dict[tuple[str, str], KeyRow] = {}
+        self._generation = 0  # notices heard, and connections lost
+        self._listening = False
+        self._lost = False  # a listening connection was lost, and none made since
+        self._listener: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._listener = asyncio.create_task(self.listen())
+
+    async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
+        if self._listening and (row := self._rows.get((slug, prefix))) is not None:
+            return row
+        generation = self._generation
+        row = await self._reader.key_row(slug, prefix)
+        if row is not None and self._listening and generation == self._generation:
+            if len(self._rows) >= MAX_KEPT:
+                self._rows.clear()
+            self._rows[slug, prefix] = row
+        return row
+
+    def kept(self, slug_and_prefix: tuple[str, str]) -> bool:
+        """Whether that row is kept: the next request for it reads nothing."""
+        return self._listening and slug_and_prefix in self._rows
+
+    async def listen(self) -> None:
+        """Listen until cancelled: connect, forget, keep rows while notices can arrive; on
+        a lost connection, read per request until connected again."""
+        while True:
+            try:
+                await self._listen_once()
+            except (psycopg.Error, OSError):
+                # No warning of its own: requests go on, reading per request; in an outage
+                # each failed request says so already.
+                if self._listening:
+                    log.debug("lost the API change notices; reading keys per request")
+                    self._lost = True
+            finally:
+                self._listening = False
+                self._forget()
+            await asyncio.sleep(RECONNECT_AFTER)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+        await self._reader.close()
+
+    async def _listen_once(self) -> None:
+        async with await psycopg.AsyncConnection.connect(
+            self._conninfo, autocommit=True, **{**self._options, "application_name": LISTENER}
+        ) as connection:
+            await connection.execute(f"LISTEN {CHANNEL}")
+            self._forget()
+            self._listening = True
+            if self._lost:
+                log.info("hearing the API change notices again; keeping key rows")
+                self._lost = False
+            while True:
+                async for _ in connection.notifies(timeout=CHECK_ALIVE_EVERY):
+                    self._forget()
+                await connection.execute("SELECT 1")  # a silent, dead connection raises here
+
+    def _forget(self) -> None:
+        self._generation += 1
+        self._rows.clear()
+
+
 async def open_reader(sqlalchemy_url: str) -> Reader:
     url = make_url(sqlalchemy_url)
     if url.get_backend_name() == "sqlite":
         return SqliteReader(url.database or ":memory:")
     libpq = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    return await PostgresReader.open(libpq, database.postgres_connect_args(url, worker=False))
+    options = database.postgres_connect_args(url, worker=False)
+    kept = KeptRows(await PostgresReader.open(libpq, options), libpq, options)
+    kept.start()
+    return kept

@@ -1,0 +1,119 @@
+"""On PostgreSQL the API keeps the key rows it read in memory while it hears the database's
+notices of changes to them (ADR 0010), and reads per request while it cannot."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+from sqlalchemy import text, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.settings import Settings
+from clubwire.storage import fastpath
+from clubwire.storage.models import ApiKey
+from tests.factories import EPOCH, make_club, make_key
+
+WAIT = 5.0  # seconds at most for a notice or a lost connection to be seen
+
+
+@pytest.fixture
+def key(settings: Settings, sessions: sessionmaker[Session]) -> str:
+    if settings.is_sqlite:
+        pytest.skip("SQLite reads every request: nothing is kept")
+    with sessions.begin() as session:
+        record, _ = make_key(session, make_club(session, "granite"))
+        return record.prefix
+
+
+def _change_unheard(sessions: sessionmaker[Session], prefix: str, scopes: str) -> None:
+    """Change the key's scopes with its notice switched off: only a read sees it."""
+    with sessions.begin() as session:
+        session.execute(text("ALTER TABLE api_keys DISABLE TRIGGER api_keys_api_changed"))
+        session.execute(update(ApiKey).where(ApiKey.prefix == prefix).values(scopes=scopes))
+        session.execute(text("ALTER TABLE api_keys ENABLE TRIGGER api_keys_api_changed"))
+
+
+async def _until(check: Callable[[], Awaitable[bool]]) -> float:
+    """Seconds until ``check`` holds (polled), or fail after ``WAIT``."""
+    start = time.monotonic()
+    while not await check():
+        assert time.monotonic() - start < WAIT, "not seen in time"
+        await asyncio.sleep(0.005)
+    return time.monotonic() - start
+
+
+async def _open(settings: Settings) -> fastpath.KeptRows:
+    reader = await fastpath.open_reader(settings.sqlalchemy_url)
+    assert isinstance(reader, fastpath.KeptRows)
+    return reader
+
+
+async def _listening(reader: fastpath.KeptRows, prefix: str) -> None:
+    """Until the reader keeps rows: a read twice in a row is then served from memory."""
+    await _until(lambda: _kept(reader, prefix))
+
+
+async def _kept(reader: fastpath.KeptRows, prefix: str) -> bool:
+    await reader.key_row("granite", prefix)
+    return reader.kept(("granite", prefix))
+
+
+def test_rows_are_kept_until_a_change_is_noticed(
+    settings: Settings, sessions: sessionmaker[Session], key: str
+) -> None:
+    async def run() -> float:
+        reader = await _open(settings)
+        try:
+            await _listening(reader, key)
+            _change_unheard(sessions, key, "read:games")
+            row = await reader.key_row("granite", key)
+            assert row is not None
+            assert row.scopes == "read:programs"  # from memory: no read saw the change
+            with sessions.begin() as session:
+                session.execute(update(ApiKey).where(ApiKey.prefix == key).values(revoked_at=EPOCH))
+
+            async def revoked() -> bool:
+                row = await reader.key_row("granite", key)
+                return row is not None and row.revoked
+
+            return await _until(revoked)
+        finally:
+            await reader.close()
+
+    assert asyncio.run(run()) < WAIT
+
+
+def test_without_its_listening_connection_every_request_reads(
+    settings: Settings, sessions: sessionmaker[Session], key: str
+) -> None:
+    async def run() -> None:
+        reader = await _open(settings)
+        try:
+            await _listening(reader, key)
+            with sessions.begin() as session:
+                terminated = session.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE application_name = :name AND datname = current_database()"
+                    ),
+                    {"name": fastpath.LISTENER},
+                ).all()
+            assert terminated == [(True,)]
+            await _until(lambda: _reads(reader, key))
+            _change_unheard(sessions, key, "read:games")
+            row = await reader.key_row("granite", key)
+            assert row is not None
+            assert row.scopes == "read:games"  # read: nothing stale is served meanwhile
+            await _listening(reader, key)  # and it listens again
+        finally:
+            await reader.close()
+
+    asyncio.run(run())
+
+
+async def _reads(reader: fastpath.KeptRows, prefix: str) -> bool:
+    await reader.key_row("granite", prefix)
+    return not reader.kept(("granite", prefix))
