@@ -22,7 +22,7 @@ def test_a_revocation_is_refused_by_another_process_at_once(
     settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
     if settings.is_sqlite:
-        pytest.skip("one process serves SQLite, reading every request")
+        pytest.skip("PostgreSQL's notices between processes")
     with sessions.begin() as session:
         record, key = make_key(session, make_club(session, "granite"))
     with ExitStack() as stack:

@@ -22,7 +22,7 @@ WAIT = 5.0  # seconds at most for a notice or a lost connection to be seen
 @pytest.fixture
 def key(settings: Settings, sessions: sessionmaker[Session]) -> str:
     if settings.is_sqlite:
-        pytest.skip("SQLite reads every request: nothing is kept")
+        pytest.skip("PostgreSQL's notices (SQLite's data_version: below)")
     with sessions.begin() as session:
         record, _ = make_key(session, make_club(session, "granite"))
         return record.prefix
@@ -34,6 +34,11 @@ def _change_unheard(sessions: sessionmaker[Session], prefix: str, scopes: str) -
         session.execute(text("ALTER TABLE api_keys DISABLE TRIGGER api_keys_api_changed"))
         session.execute(update(ApiKey).where(ApiKey.prefix == prefix).values(scopes=scopes))
         session.execute(text("ALTER TABLE api_keys ENABLE TRIGGER api_keys_api_changed"))
+
+
+def _revoke(sessions: sessionmaker[Session], prefix: str) -> None:
+    with sessions.begin() as session:
+        session.execute(update(ApiKey).where(ApiKey.prefix == prefix).values(revoked_at=EPOCH))
 
 
 async def _until(check: Callable[[], Awaitable[bool]]) -> float:
@@ -72,8 +77,7 @@ def test_rows_are_kept_until_a_change_is_noticed(
             row = await reader.key_row("granite", key)
             assert row is not None
             assert row.scopes == "read:programs"  # from memory: no read saw the change
-            with sessions.begin() as session:
-                session.execute(update(ApiKey).where(ApiKey.prefix == key).values(revoked_at=EPOCH))
+            _revoke(sessions, key)
 
             async def revoked() -> bool:
                 row = await reader.key_row("granite", key)
@@ -117,3 +121,38 @@ def test_without_its_listening_connection_every_request_reads(
 async def _reads(reader: fastpath.KeptRows, prefix: str) -> bool:
     await reader.key_row("granite", prefix)
     return not reader.kept(("granite", prefix))
+
+
+def test_on_sqlite_rows_are_read_again_only_after_a_commit(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    if not settings.is_sqlite:
+        pytest.skip("SQLite's data_version")
+    with sessions.begin() as session:
+        prefix = make_key(session, make_club(session, "granite"))[0].prefix
+
+    async def run() -> list[str]:
+        reader = await fastpath.open_reader(settings.sqlalchemy_url)
+        assert isinstance(reader, fastpath.SqliteReader)
+        statements: list[str] = []
+        reader._connection.set_trace_callback(statements.append)  # what it asks SQLite
+        try:
+            for _ in range(3):
+                await reader.key_row("granite", prefix)
+            _revoke(sessions, prefix)
+            row = await reader.key_row("granite", prefix)
+            assert row is not None
+            assert row.revoked  # the very next request
+        finally:
+            await reader.close()
+        return ["key" if "api_keys" in s else s for s in statements]
+
+    data_version = "PRAGMA data_version"
+    assert asyncio.run(run()) == [
+        data_version,
+        "key",
+        data_version,
+        data_version,
+        data_version,
+        "key",
+    ]

@@ -1,11 +1,11 @@
 """The API request path's one round trip, on the plain driver (DESIGN §8).
 
 Everything an API request needs to decide is read in one indexed query: the key's hash,
-scopes, revocation and expiry, the club's module switch and its programs version. On SQLite
-it is read for every request (microseconds). On PostgreSQL the rows read are kept in memory
-while a listening connection hears PostgreSQL's notices of every change to them (ADR 0010),
-and read for every request while it cannot, so a revocation is seen by the first request
-after its notice in every process.
+scopes, revocation and expiry, the club's module switch and its programs version. The rows
+read are kept in memory while nothing can have changed them: on SQLite until any commit to
+the database; on PostgreSQL while a listening connection hears PostgreSQL's notices of every
+change to them (ADR 0010), and read for every request while it cannot. So a revocation is
+seen by the first request after its commit (SQLite) or its notice (PostgreSQL).
 """
 
 from __future__ import annotations
@@ -88,7 +88,10 @@ def _moment(value: object) -> datetime | None:
 
 class SqliteReader:
     """Reads in the event loop itself: an indexed SQLite read in WAL mode takes microseconds,
-    less than handing it to a thread would."""
+    less than handing it to a thread would. The rows read are kept until any connection
+    commits to the database (``PRAGMA data_version``, a read of shared memory, changes with
+    every commit but this connection's, which writes nothing): a revocation, a program
+    change or any other write, by any process, is seen by the next request."""
 
     _query = _KEY_QUERY.format(prefix="?", slug="?")
 
@@ -96,9 +99,22 @@ class SqliteReader:
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA busy_timeout=1000")
         self._connection.execute("PRAGMA query_only=ON")
+        self._rows: dict[tuple[str, str], KeyRow] = {}
+        self._version: object = None  # the database's data_version the rows were read at
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
-        return _row(self._connection.execute(self._query, (prefix, slug)).fetchone())
+        version = self._connection.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            self._rows.clear()
+            self._version = version
+        elif (row := self._rows.get((slug, prefix))) is not None:
+            return row
+        row = _row(self._connection.execute(self._query, (prefix, slug)).fetchone())
+        if row is not None:
+            if len(self._rows) >= MAX_KEPT:
+                self._rows.clear()
+            self._rows[slug, prefix] = row
+        return row
 
     async def close(self) -> None:
         self._connection.close()
