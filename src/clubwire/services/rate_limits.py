@@ -139,9 +139,9 @@ class ApiLimits:
         """An authentication from the address failed: count it; where the address stands."""
         if not self._failures.on:
             return None
+        standing = self.counter.look(self._failures, _address(address))  # this one included
         self.counter.add(_address(address))
-        standing = self.counter.look(self._failures, _address(address))
-        return Standing(standing.policy, standing.used - 1, standing.window)
+        return standing
 
     def take(self, prefix: str) -> Standing | None:
         """A request with the key of this prefix: counted unless over its limit."""

@@ -86,6 +86,13 @@ def _moment(value: object) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+def _keep(rows: dict[tuple[str, str], KeyRow], key: tuple[str, str], row: KeyRow) -> None:
+    """Keep ``row``; past ``MAX_KEPT`` rows, forget the others first."""
+    if len(rows) >= MAX_KEPT:
+        rows.clear()
+    rows[key] = row
+
+
 class SqliteReader:
     """Reads in the event loop itself: an indexed SQLite read in WAL mode takes microseconds,
     less than handing it to a thread would. The rows read are kept until any connection
@@ -111,9 +118,7 @@ class SqliteReader:
             return row
         row = _row(self._connection.execute(self._query, (prefix, slug)).fetchone())
         if row is not None:
-            if len(self._rows) >= MAX_KEPT:
-                self._rows.clear()
-            self._rows[slug, prefix] = row
+            _keep(self._rows, (slug, prefix), row)
         return row
 
     async def close(self) -> None:
@@ -205,9 +210,7 @@ class KeptRows:
         generation = self._generation
         row = await self._reader.key_row(slug, prefix)
         if row is not None and self._listening and generation == self._generation:
-            if len(self._rows) >= MAX_KEPT:
-                self._rows.clear()
-            self._rows[slug, prefix] = row
+            _keep(self._rows, (slug, prefix), row)
         return row
 
     def kept(self, slug_and_prefix: tuple[str, str]) -> bool:
