@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
-from starlette.types import Scope
+from starlette.types import Receive, Scope, Send
 
 from clubwire import errors
 from clubwire.domain import key_format, program_wire, scopes
@@ -31,11 +31,14 @@ PROGRAMS_PATH = "/api/v1/programs"
 DOCUMENT_PATH = "/api/v1/openapi.json"
 PROGRAMS_EXAMPLE = {"data": program_wire.Program.model_config["json_schema_extra"]["examples"]}  # type: ignore[index]
 CACHE_CONTROL = "private, no-cache"  # kept by the caller only, and checked again before each use
+JSON = b"application/json"
 
 
 class Programs:
     """``GET {base_url}/api/v1/programs``, answered conditionally (RFC 9110 §13.1.2).
 
+    A plain ASGI app, the API's hot path (ADR 0001): the request's headers are read in one pass
+    and the listing is sent as two messages, without Starlette's request and response objects.
     The listing's entity tag is computed once per cached listing: ``ApiAccess`` keeps each
     club's bytes per programs version, so a body that is not the object last seen for its
     club is a new listing. A 304 does the same work as a 200, but for sending the body.
@@ -44,31 +47,34 @@ class Programs:
     def __init__(self) -> None:
         self._tagged: dict[str, _Tagged] = {}  # club id → its listing's tag, as last seen
 
-    async def answer(self, request: Request) -> Response:
-        access: ApiAccess = request.state.access
-        limits: ApiLimits = request.state.limits
-        address = request.client.host if request.client else "unknown"
-        screened = limits.screen(address)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer = await self._answer(scope, _Presented.of(scope))
+        await answer(scope, receive, send)
+
+    async def _answer(self, scope: Scope, presented: _Presented) -> _Listing | Response:
+        """The listing (or its 304), or the problem refusing it."""
+        access: ApiAccess = scope["state"]["access"]
+        limits: ApiLimits = scope["state"]["limits"]
+        screened = limits.screen(presented.address)
         if screened is not None:
             return limited_answer(screened, TOO_MANY_FAILURES)
         try:
-            caller = await _authorized(request, access, address)
+            caller = await _authorized(scope, access, presented)
         except errors.InsufficientScope as error:
-            return _with(problems.problem(error), limits.take(_presented_prefix(request) or ""))
+            return _with(problems.problem(error), limits.take(presented.prefix() or ""))
         except errors.Unauthenticated as error:
-            return _with(problems.problem(error), limits.failed(address))
+            return _with(problems.problem(error), limits.failed(presented.address))
         standing = limits.take(caller.prefix)
         if standing is not None and standing.over:
             return limited_answer(standing, TOO_MANY_REQUESTS)
-        body = await access.programs_body(caller)
-        tagged = self._tag(caller.club_id, body)
-        fields = request.headers.getlist("if-none-match")
-        if fields and conditional.none_match(", ".join(fields), tagged.tag):
-            response = Response(status_code=304)
-        else:
-            response = Response(body, media_type="application/json")
-        response.raw_headers.extend(tagged.headers)
-        return _with(response, standing)
+        tagged = self._tag(caller.club_id, await access.programs_body(caller))
+        unchanged = presented.if_none_match is not None and conditional.none_match(
+            presented.if_none_match, tagged.tag
+        )
+        headers = [*(tagged.not_modified if unchanged else tagged.headers)]
+        if standing is not None:
+            headers += _fields(standing)
+        return _Listing(304, headers, b"") if unchanged else _Listing(200, headers, tagged.body)
 
     def _tag(self, club_id: str, body: bytes) -> _Tagged:
         known = self._tagged.get(club_id)
@@ -79,46 +85,91 @@ class Programs:
 
 @dataclass(frozen=True, slots=True)
 class _Tagged:
-    """A listing, its entity tag, and the headers every answer with it carries."""
+    """A listing, its entity tag, and the headers its 200 and its 304 carry."""
 
     body: bytes
     tag: str
     headers: tuple[tuple[bytes, bytes], ...]
+    not_modified: tuple[tuple[bytes, bytes], ...]
 
     @classmethod
     def of(cls, body: bytes) -> _Tagged:
         tag = conditional.entity_tag(body)
-        headers = ((b"etag", tag.encode()), (b"cache-control", CACHE_CONTROL.encode()))
-        return cls(body, tag, headers)
+        cached = ((b"etag", tag.encode()), (b"cache-control", CACHE_CONTROL.encode()))
+        entity = ((b"content-length", str(len(body)).encode()), (b"content-type", JSON))
+        return cls(body, tag, entity + cached, cached)
 
 
-async def _authorized(request: Request, access: ApiAccess, address: str) -> Caller:
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """An answer with the listing, sent as it is: its headers are complete."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+    async def __call__(self, _scope: Scope, _receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+@dataclass(frozen=True, slots=True)
+class _Presented:
+    """What a request presents to the API, read from its headers in one pass."""
+
+    authorization: str | None
+    if_none_match: str | None  # its field lines joined with commas
+    address: str
+    user_agent: str | None
+
+    @classmethod
+    def of(cls, scope: Scope) -> _Presented:
+        authorization = user_agent = None
+        matches: list[str] = []
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                authorization = value.decode("latin-1")
+            elif name == b"user-agent":
+                user_agent = value.decode("latin-1")
+            elif name == b"if-none-match":
+                matches.append(value.decode("latin-1"))
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        return cls(authorization, ", ".join(matches) or None, address, user_agent)
+
+    def prefix(self) -> str | None:
+        """The public prefix of the key presented, if it is key-shaped."""
+        token = key_format.bearer_token(self.authorization)
+        parsed = key_format.parse(token) if token is not None else None
+        return parsed.prefix if parsed is not None else None
+
+
+async def _authorized(scope: Scope, access: ApiAccess, presented: _Presented) -> Caller:
     """The caller, before anything else is looked at; the key's prefix goes to the log line."""
-    authorization = request.headers.get("authorization")
-    client = ApiClient(address, request.headers.get("user-agent"))
     try:
         caller = await access.authorize(
-            request.path_params["slug"],
-            authorization,
+            scope["path_params"]["slug"],
+            presented.authorization,
             scopes.READ_PROGRAMS,
-            request.scope["query_string"],
-            client,
+            scope["query_string"],
+            ApiClient(presented.address, presented.user_agent),
         )
     except errors.ClubwireError:
-        request.scope[telemetry.KEY_PREFIX] = _presented_prefix(request)
+        scope[telemetry.KEY_PREFIX] = presented.prefix()
         raise
-    request.scope[telemetry.KEY_PREFIX] = caller.prefix
+    scope[telemetry.KEY_PREFIX] = caller.prefix
     return caller
 
 
 def _with(response: Response, standing: Standing | None) -> Response:
     """``response`` telling where its caller stands with its rate limit, if one is on."""
     if standing is not None:
-        fields = standing.headers().items()
-        response.raw_headers.extend(
-            (name.lower().encode(), value.encode()) for name, value in fields
-        )
+        response.raw_headers.extend(_fields(standing))
     return response
+
+
+def _fields(standing: Standing) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode(), value.encode()) for name, value in standing.headers().items()]
 
 
 def limited_answer(standing: Standing, detail: str) -> Response:
@@ -158,13 +209,6 @@ def _names(headers: list[tuple[bytes, bytes]]) -> Iterator[bytes]:
 _PREFLIGHT = frozenset({b"origin", b"access-control-request-method"})
 
 
-def _presented_prefix(request: Request) -> str | None:
-    """The public prefix of the key presented, if it is key-shaped."""
-    token = key_format.bearer_token(request.headers.get("authorization"))
-    parsed = key_format.parse(token) if token is not None else None
-    return parsed.prefix if parsed is not None else None
-
-
 def routes(settings: Settings, prefix: str) -> list[BaseRoute]:
     """The public API's routes under ``prefix`` (``/clubs/{slug}``, or empty by host name)."""
     described = describe()
@@ -174,10 +218,14 @@ def routes(settings: Settings, prefix: str) -> list[BaseRoute]:
         return Response(body, media_type="application/json")
 
     return [
-        Route(prefix + PROGRAMS_PATH, Programs().answer, methods=["GET"]),
+        Route(prefix + PROGRAMS_PATH, Programs(), methods=["GET"]),
         Route(prefix + DOCUMENT_PATH, document, methods=["GET"]),
         _Preflight(prefix + "/api/{path:path}", refuse_preflight, methods=["OPTIONS"]),
     ]
+
+
+async def _list_programs() -> None:
+    """The operation as FastAPI documents it; :class:`Programs` serves it."""
 
 
 def describe() -> FastAPI:
@@ -190,7 +238,7 @@ def describe() -> FastAPI:
     )
     api.add_api_route(
         PROGRAMS_PATH,
-        Programs().answer,
+        _list_programs,
         methods=["GET"],
         operation_id="listPrograms",
         summary="List the club's programs",
