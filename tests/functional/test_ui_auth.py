@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
 
+import httpx2
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -11,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.settings import Settings
 from clubwire.storage.models import WebSession
 from tests.factories import make_club
+from tests.functional import processes
 from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff
 
 ADMIN = "admin@granite.example"
@@ -161,3 +165,38 @@ def test_a_sign_in_without_the_form_token_is_refused(
     assert response.status_code == 403
     assert "nothing was changed" in response.text
     assert _sessions(sessions) == 0
+
+
+# -- real requests to a real server, behind a trusted proxy -------------------------------------
+
+
+def _signed_in(client: httpx2.Client, password: str, address: str) -> int:
+    """The status of a sign-in as ADMIN from ``address`` (the proxy's X-Forwarded-For)."""
+    forwarded = {"X-Forwarded-For": address}
+    client.get("/sign-in", headers=forwarded)
+    token = client.cookies["clubwire_sign_in"]
+    form = {"email": ADMIN, "password": password, "csrf_token": token}
+    return client.post("/sign-in", data=form, headers=forwarded).status_code
+
+
+def test_guessing_from_anywhere_never_locks_the_owner_out(
+    settings: Settings, staff: None, tmp_path: Path
+) -> None:
+    """A guesser refused at their address; the owner in from their desk, and from the
+    browser they signed in with even once the guessing from many addresses slows the
+    account; the guesser, from many addresses, slowed."""
+    with ExitStack() as stack:
+        (api,) = processes.servers(
+            stack, settings, tmp_path, 1, CLUBWIRE_TRUSTED_PROXIES="127.0.0.1"
+        )
+        base = api.split("/clubs/")[0]
+        guesser = stack.enter_context(httpx2.Client(base_url=base, follow_redirects=False))
+        owner = stack.enter_context(httpx2.Client(base_url=base, follow_redirects=False))
+        guesses = [_signed_in(guesser, "wrong password!", "203.0.113.7") for _ in range(6)]
+        assert guesses == [422] * 5 + [429]
+        assert _signed_in(owner, PASSWORD, "198.51.100.1") == 303
+        assert "clubwire_device" in owner.cookies
+        more = [_signed_in(guesser, "wrong password!", f"203.0.113.{n}") for n in range(20, 31)]
+        assert more[-1] == 429  # the account now slowed...
+        assert _signed_in(guesser, PASSWORD, "203.0.113.99") == 429  # ...for anyone unknown
+        assert _signed_in(owner, PASSWORD, "198.51.100.1") == 303  # but its owner's browser

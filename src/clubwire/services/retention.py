@@ -8,6 +8,9 @@ What goes, when older than the period (``CLUBWIRE_RETENTION_DAYS``):
 - events created before then that no delivery refers to any more (their idempotency keys go
   with them).
 
+Failed sign-in counts with nothing left in them go too, whatever the period
+(``services.sign_ins``): guessing from many addresses leaves one row per address.
+
 Each batch is a transaction of its own, so no lock is held for long (SQLite has a single
 writer, the worker's among them). On PostgreSQL rows locked by another transaction are
 skipped, so several workers pruning at once share the work instead of waiting on each other.
@@ -23,6 +26,7 @@ from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status
+from clubwire.services import sign_ins
 from clubwire.storage import tables
 
 BATCH = 1000
@@ -33,10 +37,11 @@ class Pruned:
     attempts: int = 0
     deliveries: int = 0
     events: int = 0
+    sign_in_failures: int = 0
 
     @property
     def total(self) -> int:
-        return self.attempts + self.deliveries + self.events
+        return self.attempts + self.deliveries + self.events + self.sign_in_failures
 
 
 def prune(
@@ -53,6 +58,7 @@ def prune(
         _drain(sessions, statement(cutoff, batch), keep_going)
         for statement in (_old_attempts, _finished_deliveries, _lone_events)
     ]
+    counts.append(_drain(sessions, sign_ins.stale(now, batch), keep_going))
     return Pruned(*counts)
 
 

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.services import clubs
-from clubwire.storage.models import Club, ClubAdmin, SignInFailure, User
+from clubwire.domain.device_tokens import Device
+from clubwire.services import clubs, sign_ins
+from clubwire.storage.models import Club, ClubAdmin, User
 
 MIN_PASSWORD = 12
 MAX_PASSWORD = 1024
-FAILURES_ALLOWED = 5
-FAILURE_WINDOW = timedelta(minutes=15)
 _EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
 _hasher = PasswordHasher()
 # Verified against when the account does not exist, so both cases take as long.
@@ -54,18 +53,24 @@ def create_user(
     return user
 
 
-def authenticate(session: Session, email: str, password: str, remote: str, now: datetime) -> User:
-    """The user with this email and password; failures are counted per account and address."""
-    keys = [f"email:{email.strip().lower()}", f"address:{remote}"]
-    if any(_failures(session, key, now) >= FAILURES_ALLOWED for key in keys):
-        raise errors.TooManyAttempts()
-    user = session.scalar(select(User).where(User.email == email.strip().lower()))
+def authenticate(
+    session: Session,
+    email: str,
+    password: str,
+    now: datetime,
+    address: str,
+    device: Device | None = None,
+) -> User:
+    """The user with this email and password, signing in from ``address`` with ``device``
+    (a browser they signed in with before, if any); throttled by ``services.sign_ins``."""
+    attempt = sign_ins.Attempt(email.strip().lower(), address, device)
+    user = session.scalar(select(User).where(User.email == attempt.email))
+    sign_ins.check(session, attempt, user.id if user else None, now)
     verified = _verify(user.password_hash if user else _DECOY, password)
     if user is None or not verified:
-        for key in keys:
-            _count_failure(session, key, now)
+        sign_ins.failed(session, attempt, now)
         raise errors.Unauthenticated("The email or the password is not right.")
-    session.execute(delete(SignInFailure).where(SignInFailure.key == keys[0]))
+    sign_ins.succeeded(session, attempt)
     return user
 
 
@@ -92,23 +97,6 @@ def _verify(password_hash: str, password: str) -> bool:
         return _hasher.verify(password_hash, password)
     except (VerificationError, InvalidHashError):
         return False
-
-
-def _failures(session: Session, key: str, now: datetime) -> int:
-    row = session.get(SignInFailure, key)
-    if row is None or now - row.window_start > FAILURE_WINDOW:
-        return 0
-    return row.failures
-
-
-def _count_failure(session: Session, key: str, now: datetime) -> None:
-    row = session.get(SignInFailure, key)
-    if row is None:
-        session.add(SignInFailure(key=key, failures=1, window_start=now))
-    elif now - row.window_start > FAILURE_WINDOW:
-        row.failures, row.window_start = 1, now
-    else:
-        row.failures += 1
 
 
 def _valid_email(email: str) -> str:

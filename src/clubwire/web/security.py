@@ -19,6 +19,7 @@ from clubwire.settings import Settings
 
 SESSION_COOKIE = "clubwire_session"
 SIGN_IN_COOKIE = "clubwire_sign_in"  # the sign-in form's double-submit CSRF token
+DEVICE_COOKIE = "clubwire_device"  # a browser a user signed in with (domain.device_tokens)
 SIGN_IN_PATH = "/sign-in"
 UI_PREFIXES = (SIGN_IN_PATH, "/sign-out", "/settings", "/admin", "/static/")
 STATIC_PREFIX = "/static/"
@@ -78,9 +79,14 @@ def is_https(request: Request, settings: Settings) -> bool:
     return request.url.scheme == "https" or settings.public_url.startswith("https:")
 
 
-def set_cookie(response: Response, name: str, value: str, *, secure: bool) -> None:
-    """A browser-session cookie for this site only: HttpOnly, SameSite=Lax, Path=/."""
-    response.set_cookie(name, value, path="/", secure=secure, httponly=True, samesite="lax")
+def set_cookie(
+    response: Response, name: str, value: str, *, secure: bool, max_age: int | None = None
+) -> None:
+    """A cookie for this site only: HttpOnly, SameSite=Lax, Path=/; for the browser's session
+    unless it has a ``max_age`` (seconds)."""
+    response.set_cookie(
+        name, value, max_age=max_age, path="/", secure=secure, httponly=True, samesite="lax"
+    )
 
 
 def clear_cookie(response: Response, name: str, *, secure: bool) -> None:

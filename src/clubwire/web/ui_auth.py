@@ -9,6 +9,7 @@ from pydantic import AfterValidator
 from starlette.responses import Response
 
 from clubwire import errors
+from clubwire.domain import device_tokens
 from clubwire.services import users, web_sessions
 from clubwire.web import security, ui_base
 from clubwire.web.ui_base import Posted, Staff
@@ -54,24 +55,35 @@ def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
         status = 429 if isinstance(outcome, errors.TooManyAttempts) else 422
         found = {"password": outcome.detail}
         return _form(request, status, email=form.email, next_path=form.next, found=found)
+    token, user_id = outcome
     response = ui_base.redirect(security.safe_next(form.next) or "/")
-    secure = security.is_https(request, ui_base.settings_of(request))
-    security.set_cookie(response, security.SESSION_COOKIE, outcome, secure=secure)
+    settings = ui_base.settings_of(request)
+    secure = security.is_https(request, settings)
+    security.set_cookie(response, security.SESSION_COOKIE, token, secure=secure)
+    device = device_tokens.issue(settings.secret_key_value(), user_id, ui_base.now(request))
+    lifetime = int(device_tokens.LIFETIME.total_seconds())
+    security.set_cookie(response, security.DEVICE_COOKIE, device, secure=secure, max_age=lifetime)
     return response
 
 
-def _start_session(request: Request, email: str, password: str) -> str | errors.ClubwireError:
-    """A new session's token, or why not. Failures are committed: they count toward the throttle."""
+def _start_session(
+    request: Request, email: str, password: str
+) -> tuple[str, str] | errors.ClubwireError:
+    """A new session's token and its user's id, or why not. Failures are committed: they
+    count toward the throttle (``services.sign_ins``)."""
     address = request.client.host if request.client else "unknown"
     previous = request.cookies.get(security.SESSION_COOKIE)
+    now = ui_base.now(request)
+    secret_key = ui_base.settings_of(request).secret_key_value()
+    device = device_tokens.read(secret_key, request.cookies.get(security.DEVICE_COOKIE), now)
     with ui_base.transaction(request) as session:
         try:
-            user = users.authenticate(session, email, password, address, ui_base.now(request))
+            user = users.authenticate(session, email, password, now, address, device)
         except (errors.Unauthenticated, errors.TooManyAttempts) as exc:
             return exc
         if previous:
             web_sessions.end(session, previous)
-        return web_sessions.start(session, user, ui_base.now(request))
+        return web_sessions.start(session, user, now), user.id
 
 
 def _form(
