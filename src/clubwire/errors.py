@@ -29,6 +29,12 @@ class NotFound(ClubwireError):
     code = "not_found"
 
 
+class Conflict(ClubwireError):
+    """This cannot be done while the thing it acts on is as it is now."""
+
+    code = "conflict"
+
+
 class Unauthenticated(ClubwireError):
     """The API key is missing, malformed, fails its checksum, unknown, revoked or expired, or
     the club's module is off."""

@@ -3,6 +3,7 @@
 It verifies each delivery with ``clubwire.signing`` (a bad or missing signature gets 400),
 reports it, and answers what its ``answer`` callable says. TLS comes from a local CA made
 once with trustme and kept in a folder: a worker trusts it through ``CLUBWIRE_CA_BUNDLE``.
+``keep`` saves a delivery to files, and ``keep_node_check`` the guide's Node.js check of it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import orjson
@@ -143,17 +145,35 @@ class Receiver:
 
 BODY_FILE = "body.json"
 SIGNATURE_FILE = "signature.txt"
+NODE_CHECK = "check-delivery.mjs"
+# The guide's Node.js check of a kept delivery, and the module it imports: shipped in the
+# package (clubwire/node/, kept equal to docs/receiving-webhooks.md by tests/docs).
+NODE_FILES = ("verify-webhook.mjs", NODE_CHECK)
 
 
 def keep(folder: Path, body: bytes, signature: str) -> None:
     """Save a delivery as it came, for checking by hand: the exact body bytes in
     ``body.json`` and the ``X-Service-Signature`` header in ``signature.txt`` (each file
     replaced whole, so a reader never sees half of one)."""
-    folder.mkdir(parents=True, exist_ok=True)
     for name, data in ((BODY_FILE, body), (SIGNATURE_FILE, f"{signature}\n".encode())):
-        draft = folder / f".{name}.draft"
-        draft.write_bytes(data)
-        draft.replace(folder / name)
+        _replace(folder / name, data)
+
+
+def keep_node_check(folder: Path) -> Path:
+    """Write the guide's Node.js check into ``folder``, so that ``node <folder>/check-delivery.mjs
+    <kept delivery>`` runs with nothing else installed; the path of the check."""
+    source = resources.files("clubwire") / "node"
+    for name in NODE_FILES:
+        _replace(folder / name, source.joinpath(name).read_bytes())
+    return folder / NODE_CHECK
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``path`` whole: a draft beside it, renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.draft")
+    draft.write_bytes(data)
+    draft.replace(path)
 
 
 def bind(host: str, port: int) -> socket.socket:

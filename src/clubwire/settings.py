@@ -6,6 +6,7 @@ import ipaddress
 import logging
 import os
 import secrets
+from email import utils as email_utils
 from pathlib import Path
 from typing import Annotated, Self
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from clubwire import errors, logs
+from clubwire.domain import mail_servers
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,11 @@ class Settings(BaseSettings):
     allow_private_targets: bool = False
     ca_bundle: Path | None = None
     retention_days: Annotated[int, Field(ge=1)] = 30
+    replay_limit: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # deliveries per replay
+
+    # Emails to club admins when an endpoint fails (both set, or email is off)
+    smtp_url: SecretStr | None = None  # smtp://user:password@host:587, or smtps://
+    mail_from: str | None = None  # the From of those emails: clubwire <hooks@example.org>
 
     # Operations
     log_level: logs.Level = "info"
@@ -115,6 +122,36 @@ class Settings(BaseSettings):
         if value is not None and len(value.get_secret_value()) < MIN_TOKEN_LENGTH:
             raise ValueError(f"must be at least {MIN_TOKEN_LENGTH} characters")
         return value
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _mail_server(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            mail_servers.parse(value.get_secret_value())
+        return value
+
+    @field_validator("mail_from")
+    @classmethod
+    def _sender(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _, address = email_utils.parseaddr(value)
+        if not value.isprintable() or "@" not in address:
+            raise ValueError("must be an email address, like clubwire <hooks@example.org>")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _mail_settings_together(self) -> Self:
+        if (self.smtp_url is None) != (self.mail_from is None):
+            raise ValueError("CLUBWIRE_SMTP_URL and CLUBWIRE_MAIL_FROM go together: set both")
+        return self
+
+    @property
+    def mail_server(self) -> mail_servers.MailServer | None:
+        """Where emails go out; None when email is off (``CLUBWIRE_SMTP_URL`` unset)."""
+        if self.smtp_url is None:
+            return None
+        return mail_servers.parse(self.smtp_url.get_secret_value())
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -7,6 +7,7 @@ must accept a real signed delivery, and a copy of it, and refuse forged and stal
 
 from __future__ import annotations
 
+import base64
 import http.client
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 
 from clubwire import receiving, settings, signing
 from clubwire.cli import demo
+from clubwire.domain import event_catalog, standard_signing
 from tests.browser.live_server import free_port
 from tests.docs import markdown
 from tests.docs.conftest import WEBHOOK_PATH, World, require
@@ -26,6 +28,7 @@ from tests.docs.conftest import WEBHOOK_PATH, World, require
 RUN_TIMEOUT = 60.0
 START_TIMEOUT = 20.0
 FORWARDED = ("Content-Type", "User-Agent", "X-Service-Event", "X-Service-Delivery")
+SIGNED = (signing.HEADER, *standard_signing.HEADERS)
 
 SHELL_ELSEWHERE = {"operations.md": "runs against PostgreSQL in test_operations.py"}
 
@@ -149,38 +152,58 @@ def _stop_group(process: subprocess.Popen[str]) -> None:
 def check_receiver(block: markdown.Block, folder: Path, world: World, env: dict[str, str]) -> None:
     port = free_port()
     with running(block, folder, {**env, "PORT": str(port)}) as output:
-        for case, (header, body, accepted) in forged_deliveries(world).items():
-            status, answer = post(port, header, body, world)
+        for case, (signatures, body, accepted) in forged_deliveries(world).items():
+            status, answer = post(port, signatures, body, world)
             verdict = 200 <= status < 300 if accepted else 400 <= status < 500
             assert verdict, (
                 f"{block.name}: {case}: answered {status} {answer!r}\n{output.read_text()}"
             )
 
 
-def forged_deliveries(world: World) -> dict[str, tuple[str | None, bytes, bool]]:
-    """Case → (signature header, body, whether a correct receiver accepts it)."""
-    real = world.delivery.headers["X-Service-Signature"]
+Signatures = dict[str, str]  # X-Service-Signature and the webhook-* headers
+
+
+def forged_deliveries(world: World) -> dict[str, tuple[Signatures, bytes, bool]]:
+    """Case → (signature headers of both schemes, body, whether a correct receiver accepts
+    it); each case is the same for either scheme, so a receiver may verify either."""
+    real = {name: world.delivery.headers[name] for name in SIGNED}
     body = world.delivery.body
-    t = int(real.partition(",")[0].removeprefix("t="))
-    v1 = real.partition("v1=")[2]
+    t = int(real[signing.HEADER].partition(",")[0].removeprefix("t="))
+    v1 = real[signing.HEADER].partition("v1=")[2]
     now = int(time.time())
     tampered = body.replace(b'"status":"active"', b'"status":"waitlisted"', 1)
     assert tampered != body
+    other = f"v1,{base64.b64encode(bytes(32)).decode()}"
+    several = {
+        signing.HEADER: f"t={t},v1={'0' * 64},v1={v1}",
+        standard_signing.SIGNATURE_HEADER: f"{other} {real[standard_signing.SIGNATURE_HEADER]}",
+    }
+    malformed = {signing.HEADER: "garbage", standard_signing.SIGNATURE_HEADER: "garbage"}
+    unsigned = {name: value for name, value in real.items() if name not in several}
     return {
         "the real delivery": (real, body, True),
         "the same delivery again": (real, body, True),
-        "several v1 values, one right": (f"t={t},v1={'0' * 64},v1={v1}", body, True),
+        "several v1 values, one right": ({**real, **several}, body, True),
         "a tampered body": (real, tampered, False),
-        "another secret": (signing.sign("whsec_" + "x" * 32, now, body), body, False),
-        "a stale timestamp": (signing.sign(world.secret, now - 301, body), body, False),
-        "no signature": (None, body, False),
+        "another secret": (signed("whsec_" + "x" * 32, now, body), body, False),
+        "a stale timestamp": (signed(world.secret, now - 301, body), body, False),
+        "malformed signatures": ({**real, **malformed}, body, False),
+        "no signature": (unsigned, body, False),
     }
 
 
-def post(port: int, header: str | None, body: bytes, world: World) -> tuple[int, bytes]:
-    headers = {name: world.delivery.headers[name] for name in FORWARDED}
-    if header is not None:
-        headers[signing.HEADER] = header
+def signed(secret: str, timestamp: int, body: bytes) -> Signatures:
+    """Both schemes' headers for ``body``, as clubwire would sign it with ``secret``."""
+    event_id = event_catalog.id_of(body)
+    assert event_id is not None
+    return {
+        signing.HEADER: signing.sign(secret, timestamp, body),
+        **standard_signing.headers(secret, event_id, timestamp, body),
+    }
+
+
+def post(port: int, signatures: Signatures, body: bytes, world: World) -> tuple[int, bytes]:
+    headers = {name: world.delivery.headers[name] for name in FORWARDED} | signatures
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         connection.request("POST", WEBHOOK_PATH, body, headers)

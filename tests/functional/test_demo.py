@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
 import time
 from collections import Counter
 from contextlib import AbstractContextManager
@@ -19,6 +21,7 @@ from clubwire.domain import event_catalog
 from clubwire.storage import database
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, User
 from tests.conftest import make_settings
+from tests.docs.conftest import require
 from tests.functional import ui_pages
 from tests.functional.cli_runner import one_line_error, runner
 from tests.functional.processes import Clubwire, clubwire, environment, free_port, wait_for
@@ -120,7 +123,7 @@ def test_the_demo_does_what_it_prints_and_keeps_its_data(tmp_path: Path) -> None
 
         out = first.until(lambda out: len(_arrivals(out)) >= 5, "verified deliveries")
         assert {kind for kind, *_ in _arrivals(out)} <= set(event_catalog.SUBSCRIBABLE)
-        check = re.search(r"WEBHOOK_SECRET=(whsec_\w+) node check-delivery\.mjs (\S+)", out)
+        check = re.search(r"WEBHOOK_SECRET=(whsec_\w+) node \S+/check-delivery\.mjs (\S+)", out)
         assert check, out
         _verify_kept(Path(check[2]), check[1])
         first.until(_retried, "a retried delivery", timeout=30)
@@ -146,8 +149,81 @@ def test_the_demo_does_what_it_prints_and_keeps_its_data(tmp_path: Path) -> None
     assert {name: after[name] for name in expected} == expected
 
 
+@pytest.mark.slow
+def test_the_printed_node_command_runs_as_printed_in_a_fresh_folder(tmp_path: Path) -> None:
+    """As on a fresh clone: the default home (.clubwire, in the folder the demo runs in) and
+    nothing but ``node``; the command is given to a shell as printed, from that folder."""
+    require("node")
+    env = environment(tmp_path / "unused")
+    del env["CLUBWIRE_HOME"]
+    with clubwire(tmp_path, env, "demo", "--port", str(free_port()), "--interval", "0.1") as run:
+        out = run.until(lambda out: READY in out and _arrivals(out), "a verified delivery")
+        (command,) = re.findall(r"^  (WEBHOOK_SECRET=\S+ node .*)$", out, re.MULTILINE)
+        assert command.split()[2:] == [
+            ".clubwire/demo/check-delivery.mjs",
+            ".clubwire/demo/last-delivery",
+        ]
+        checked = _run_until_verified(command, tmp_path, env)
+        _stop(run)
+    assert re.fullmatch(r"verified \S+ evt_\w+, signed at \S+Z\n", checked), checked
+
+
+def _run_until_verified(command: str, folder: Path, env: dict[str, str]) -> str:
+    """The command's output once it succeeds; the demo goes on delivering, so a check that
+    read a body and a signature of two deliveries (see ``_verify_kept``) is run again."""
+    for _ in range(50):
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if done.returncode == 0:
+            return done.stdout
+        assert "no v1 signature matches" in done.stderr, done.stderr
+        time.sleep(0.05)
+    raise AssertionError(f"{command!r} never verified the kept delivery:\n{done.stderr}")
+
+
 def test_the_demo_runs_on_sqlite_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = runner("postgresql://nobody@127.0.0.1:1/none", tmp_path, monkeypatch, capsys)
     assert "embedded SQLite" in one_line_error(run("demo"))
+
+
+REPLAY = re.compile(r"^  (\S+ (?:-m clubwire )?delivery replay .* --dry-run)$", re.MULTILINE)
+
+
+def _run(words: list[str], folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A command as a user runs it in another terminal, in the same folder."""
+    return subprocess.run(words, cwd=folder, env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.slow
+def test_the_demos_replay_command_runs_as_printed(tmp_path: Path) -> None:
+    """The tour's replay step, run in another process as printed: the count, then without
+    --dry-run the deliveries that had succeeded arrive again, with the same ids."""
+    env = environment(tmp_path / "home", CLUBWIRE_RETRY_SCHEDULE="1,1,1,1,1")
+    with clubwire(tmp_path, env, "demo", "--port", str(free_port()), "--interval", "0.1") as demo:
+        out = demo.until(lambda out: READY in out and len(_arrivals(out)) >= 3, "arrivals")
+        printed = REPLAY.search(out)
+        assert printed, out
+        words = shlex.split(printed[1])
+        counted = _run(words, tmp_path, env)
+        assert counted.returncode == 0, counted.stderr
+        assert re.fullmatch(r"\d+ deliver(y|ies) will be replayed\.\n", counted.stdout)
+        before = {dlv for _, _, dlv, code in _arrivals(demo.out) if code == 200}
+        sent = _run(words[:-1], tmp_path, env)
+        assert sent.returncode == 0, sent.stderr
+        assert re.fullmatch(r"Replayed \d+ deliver(y|ies)\.\n", sent.stdout), sent.stdout
+
+        def again(out: str) -> bool:
+            seen = Counter(dlv for _, _, dlv, code in _arrivals(out) if dlv in before)
+            return any(count > 1 for count in seen.values())
+
+        demo.until(again, "a replayed delivery arriving again")
+        _stop(demo)

@@ -496,7 +496,15 @@ def test_prune_deletes_old_history_once_and_says_how_much(
         old = timestamps.utc_now() - timedelta(days=31)
         events.publish(session, club, "registration.created", registration(), old)
     printed = orjson.loads(ok(run("prune", "--json")).out)
-    assert printed == {"attempts": 0, "deliveries": 0, "events": 1, "retentionDays": 30}
+    assert printed == {
+        "attempts": 0,
+        "deliveries": 0,
+        "events": 1,
+        "emails": 0,
+        "signInFailures": 0,
+        "retentionDays": 30,
+    }
     assert ok(run("prune")).out == (
-        "Deleted 0 attempts, 0 deliveries and 0 events older than 30 days.\n"
+        "Deleted 0 attempts, 0 deliveries, 0 events and 0 sent emails older than 30 days, "
+        "and 0 spent counts of failed sign-ins.\n"
     )

@@ -85,7 +85,7 @@ def test_sign_in_reads_an_undecodable_escape_as_a_replacement_character(
         web.get("/sign-in")
         page = _raw_post(web, "/sign-in", "email=ro%ED%A0%80ot%FF%40clubwire.example&password=x")
         assert "The email or the password is not right." in _error(page, "password")
-    assert rows(sessions)["sign_in_failures"] == 2  # the account's and the address's
+    assert rows(sessions)["sign_in_failures"] == 3  # the account, the address, and the two
     no_traceback(caplog)
 
 

@@ -13,9 +13,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.services import events, retention
+from clubwire.domain.emails import Draft
+from clubwire.services import events, outbox, retention
 from clubwire.settings import Settings
-from clubwire.storage.models import Attempt, Club, Delivery, Event
+from clubwire.storage.models import Attempt, Club, Delivery, Event, OutboxEmail
 from clubwire.worker import retention as worker_retention
 from tests.factories import EPOCH, FakeClock, make_club, make_endpoint, registration
 from tests.logcapture import capturing
@@ -86,7 +87,22 @@ def _history(sessions: sessionmaker[Session], settings: Settings, slug: str = "g
         _attempts(session, recent[1], RECENT)
         ping = event_catalog.validate("ping", {"message": "hi"})
         events.record_event(session, club, "ping", ping, OLD)  # no delivery at all
+        _emails(session, club)
     return History(stays={*old_pending, *old_retry_queued, *recent})
+
+
+def _emails(session: Session, club: Club) -> None:
+    """Three emails of the outbox: old and sent (goes), old and still due, recent and sent."""
+    draft = Draft(subject="An endpoint is failing", body="…")
+    for at, sent in ((OLD, True), (OLD, False), (RECENT, True)):
+        recipient = f"{at.day}-{sent}@{club.slug}.example"
+        outbox.enqueue(session, club.id, [recipient], draft, at)
+        if sent:
+            session.execute(
+                update(OutboxEmail)
+                .where(OutboxEmail.recipient == recipient)
+                .values(next_attempt_at=None, sent_at=at)
+            )
 
 
 def _left(sessions: sessionmaker[Session]) -> tuple[set[str], int]:
@@ -100,9 +116,11 @@ def test_old_finished_history_goes_recent_and_pending_stay(
 ) -> None:
     history = _history(sessions, settings)
     pruned = retention.prune(sessions, EPOCH, PERIOD, batch=2)
-    assert pruned == retention.Pruned(attempts=5, deliveries=3, events=4)
+    assert pruned == retention.Pruned(attempts=5, deliveries=3, events=4, emails=1)
     kept, attempts = _left(sessions)
     assert kept == history.stays
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(OutboxEmail)) == 2
     assert attempts == 1  # the recent delivery's; the dead one's recent try went with it
     assert retention.prune(sessions, EPOCH, PERIOD) == retention.Pruned()
 
@@ -134,6 +152,7 @@ def test_prunes_running_at_once_share_the_work(
     assert len(results) == 2
     assert sum(r.deliveries for r in results) == 4 * 3
     assert sum(r.events for r in results) == 4 * 4
+    assert sum(r.emails for r in results) == 4
     assert retention.prune(sessions, EPOCH, PERIOD) == retention.Pruned()
 
 

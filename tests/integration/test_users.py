@@ -1,4 +1,5 @@
-"""Staff accounts: argon2 passwords, who manages which club, sessions (throttling:\ntest_sign_ins.py)."""
+"""Staff accounts: argon2 passwords, who manages which club, sessions (throttling:
+test_sign_ins.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import stat
 from pathlib import Path
 
@@ -19,17 +18,10 @@ from clubwire.settings import (
     load_settings,
 )
 
+pytestmark = pytest.mark.usefixtures("isolated_environment")
+
 SECRET = "a-secret-key-for-the-unit-tests-0123456789"
 TOKEN = "a-platform-token-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No ``CLUBWIRE_*`` variable and no ``.env`` from the machine running the tests."""
-    for name in list(os.environ):
-        if name.upper().startswith("CLUBWIRE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from clubwire.cli.base import (
     text,
     transaction,
 )
-from clubwire.domain import timestamps
+from clubwire.domain import replay_window, timestamps
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import clubs
+from clubwire.services import clubs, replays
 from clubwire.services import deliveries as delivery_service
 
 
@@ -122,3 +122,47 @@ def delivery_retry(delivery_id: str, as_json: bool) -> None:
         print_json(record)
     else:
         click.echo(f"Retrying {delivery_id} now.")
+
+
+@delivery.command("replay")
+@click.argument("slug")
+@click.option("--endpoint", "endpoint_id", required=True, help="The endpoint's id.")
+@click.option("--since", required=True, help="From this UTC minute (included): 2026-01-05T12:00Z.")
+@click.option("--until", required=True, help="To this UTC minute (not included).")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    metavar="STATUS",
+    help="dead, skipped or succeeded; repeat for more (default: dead and skipped).",
+)
+@click.option(
+    "--event", "kinds", multiple=True, metavar="KIND", help="Only this kind; repeat for more."
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
+@JSON_OPTION
+def delivery_replay(
+    slug: str,
+    endpoint_id: str,
+    since: str,
+    until: str,
+    statuses: tuple[str, ...],
+    kinds: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Send an endpoint's finished deliveries of a time range again, oldest first, each as
+    Retry does (at most CLUBWIRE_REPLAY_LIMIT in one go)."""
+    window = replay_window.window(since, until, statuses, kinds)
+    current = settings()
+    with transaction(current) as session:
+        club_id = clubs.get_club(session, slug).id
+        if dry_run:
+            done = replays.preview(session, club_id, endpoint_id, window, current.replay_limit)
+        else:
+            now = timestamps.utc_now()
+            done = replays.replay(session, club_id, endpoint_id, window, now, current.replay_limit)
+    if as_json:
+        print_json({**done.describe(), "dryRun": dry_run})
+    else:
+        click.echo(done.summary(preview=dry_run))

@@ -11,9 +11,12 @@ import asyncio
 import contextlib
 import logging
 import random
+import shlex
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import errors, receiving
 from clubwire.cli.base import cli, settings, transaction
 from clubwire.cli.serving import HOST, PORT
-from clubwire.domain import timestamps
+from clubwire.domain import replay_window, timestamps
+from clubwire.services import clubs
 from clubwire.services import demo as demo_service
 from clubwire.settings import Settings
 
@@ -35,6 +39,7 @@ log = logging.getLogger(__name__)
 
 LAST_DELIVERY = Path("demo", "last-delivery")  # in the settings' home folder
 RETRY_SCHEDULE = (10, 30, 60, 300, 900)  # so that retries show within a minute
+REPLAY_WINDOW = timedelta(hours=1)
 INTERVAL_SECONDS = (2.0, 5.0)
 FAILURE_RATE = 1 / 6
 SLOW_RATE = 1 / 10
@@ -58,8 +63,10 @@ def demo(host: str, port: int, interval: float | None) -> None:
             seeded = demo_service.seed(session, now)
             demo_service.seed_staff(session, now)
             secret = demo_service.seed_endpoint(session, now, current, receiver_url)
+            tour = _replay_tour(session, seeded.slug, now)
         kept = current.home / LAST_DELIVERY
-        _introduce(current, seeded, receiver_url, secret, kept)
+        receiving.keep_node_check(kept.parent)
+        _introduce(current, seeded, receiver_url, secret, kept, tour)
         receiver = receiving.Receiver(secret, _reporter(kept), _flaky(random.Random()))
         service = _service(receiver, tls, listening, interval)
         server.run(current, host, port, [service])
@@ -87,7 +94,12 @@ def _settings(host: str, port: int) -> tuple[Settings, receiving.Authority]:
 
 
 def _introduce(
-    current: Settings, seeded: demo_service.Seeded, receiver_url: str, secret: str, kept: Path
+    current: Settings,
+    seeded: demo_service.Seeded,
+    receiver_url: str,
+    secret: str,
+    kept: Path,
+    tour: str,
 ) -> None:
     base_url = current.club_base_url(seeded.slug)
     staff = "".join(
@@ -105,11 +117,46 @@ def _introduce(
         f"Webhooks: a demo event every few seconds goes to the demo's receiver at {receiver_url}.\n"
         "It answers 503 to about one delivery in six and is sometimes slow, so retries show.\n"
         "Each delivery it receives is printed below, one line each (receiver ✓ …); the latest\n"
-        f"verified one is kept in {kept}. Check it yourself with the Node.js example of\n"
-        "docs/receiving-webhooks.md (the endpoint's signing secret is new each run):\n"
-        f"  WEBHOOK_SECRET={secret} node check-delivery.mjs {kept}\n\n"
+        f"verified one is kept in {kept}. Check it yourself with Node.js, using the example\n"
+        "of docs/receiving-webhooks.md written beside it (the signing secret is new each run):\n"
+        f"  WEBHOOK_SECRET={secret} node {_quoted(kept.parent / receiving.NODE_CHECK)} "
+        f"{_quoted(kept)}\n\n"
+        f"{tour}"
         "Ctrl-C stops.\n"
     )
+
+
+def _replay_tour(session: Session, slug: str, now: datetime) -> str:
+    """The tour's replay step: a command for another terminal, which runs as printed (the
+    same program, from the same folder), counting this run's first hour of deliveries."""
+    club = clubs.get_club(session, slug)
+    endpoint = demo_service.receiver_endpoint(session, club)
+    assert endpoint is not None  # seeded just before
+    since = now.replace(second=0, microsecond=0)
+    window = ["--since", replay_window.to_minute(since)]
+    window += ["--until", replay_window.to_minute(since + REPLAY_WINDOW)]
+    statuses = ["--status", "dead", "--status", "succeeded"]
+    args = ["delivery", "replay", slug, "--endpoint", endpoint.id, *window, *statuses]
+    return (
+        "Replay sends the deliveries of a time range again, each as Retry does. Count this\n"
+        "run's first hour of them (dead and succeeded), then run it without --dry-run to send\n"
+        "them (or press Replay… on the endpoint, in the settings page):\n"
+        f"  {shlex.join([*_this_program(), *args, '--dry-run'])}\n\n"
+    )
+
+
+def _this_program() -> list[str]:
+    """How this program was started: its script (``.venv/bin/clubwire``), or Python's
+    ``-m clubwire``."""
+    script = sys.argv[0]
+    if Path(script).name == "clubwire":
+        return [script]
+    return [sys.executable, "-m", "clubwire"]
+
+
+def _quoted(path: Path) -> str:
+    """``path`` as a shell reads it, so that the printed command runs as printed."""
+    return shlex.quote(str(path))
 
 
 def _reporter(kept: Path) -> Callable[[receiving.Arrival], None]:

@@ -15,16 +15,23 @@ from clubwire.services import retention
 @cli.command()
 @JSON_OPTION
 def prune(as_json: bool) -> None:
-    """Delete delivery history older than CLUBWIRE_RETENTION_DAYS once (workers also do it
-    every 10 minutes)."""
+    """Delete delivery history and sent emails older than CLUBWIRE_RETENTION_DAYS, and spent
+    counts of failed sign-ins, once (workers also do it every 10 minutes)."""
     current = settings()
     period = timedelta(days=current.retention_days)
     with session_factory(current) as sessions:
         pruned = retention.prune(sessions, timestamps.utc_now(), period)
     if as_json:
-        print_json({**asdict(pruned), "retentionDays": current.retention_days})
+        counts = {_camel(name): count for name, count in asdict(pruned).items()}
+        print_json({**counts, "retentionDays": current.retention_days})
         return
     click.echo(
-        f"Deleted {pruned.attempts} attempts, {pruned.deliveries} deliveries and "
-        f"{pruned.events} events older than {current.retention_days} days."
+        f"Deleted {pruned.attempts} attempts, {pruned.deliveries} deliveries, {pruned.events} "
+        f"events and {pruned.emails} sent emails older than {current.retention_days} days, "
+        f"and {pruned.sign_in_failures} spent counts of failed sign-ins."
     )
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from clubwire import logs, signing
-from clubwire.domain import delivery_rules, event_catalog, jobs, timestamps
+from clubwire.domain import delivery_rules, event_catalog, jobs, standard_signing, timestamps
 from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
@@ -23,13 +23,18 @@ USER_AGENT = "Service-Webhooks/1.0"
 
 
 def headers(job: Job, secret: str, timestamp: int) -> dict[str, str]:
-    """The headers of SPEC §5.3; the signature covers ``<timestamp>.<body>``."""
+    """The headers of SPEC §5.3, whose signature covers ``<timestamp>.<body>``, and Standard
+    Webhooks' beside them, over the same timestamp. Their ``webhook-id`` is the event id, read
+    from the body's first bytes (a body that is not an envelope falls back to the delivery
+    id, as stable across attempts), so no attempt waits on a query for it."""
+    message_id = event_catalog.id_of(job.body) or job.delivery_id
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-Service-Event": job.kind,
         "X-Service-Delivery": job.delivery_id,
         signing.HEADER: signing.sign(secret, timestamp, job.body),
+        **standard_signing.headers(secret, message_id, timestamp, job.body),
     }
 
 

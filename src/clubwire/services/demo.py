@@ -17,7 +17,7 @@ from clubwire.services import clubs, endpoints, keys, users
 from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
-from clubwire.storage.models import ApiKey, Event, User
+from clubwire.storage.models import ApiKey, Club, Endpoint, Event, User
 
 SLUG = "granite"
 NAME = "Granite Curling Club"
@@ -304,14 +304,7 @@ def seed_endpoint(session: Session, now: datetime, settings: Settings, url: str)
     The secret is new on every start: only the demo's own receiver needs to know it.
     """
     club = clubs.get_club(session, SLUG)
-    found = next(
-        (
-            endpoint
-            for endpoint in endpoints.list_endpoints(session, club.id)
-            if urlsplit(endpoint.url).path == RECEIVER_PATH
-        ),
-        None,
-    )
+    found = receiver_endpoint(session, club)
     if found is None:
         _, secret = endpoints.create_endpoint(
             session, club, url, event_catalog.SUBSCRIBABLE, now, settings
@@ -319,6 +312,18 @@ def seed_endpoint(session: Session, now: datetime, settings: Settings, url: str)
         return secret
     endpoints.update_endpoint(session, club.id, found.id, now, settings, url=url)
     return endpoints.rotate_secret(session, club.id, found.id, now, settings)
+
+
+def receiver_endpoint(session: Session, club: Club) -> Endpoint | None:
+    """The demo's endpoint, the one that points at the demo's receiver (if made yet)."""
+    return next(
+        (
+            endpoint
+            for endpoint in endpoints.list_endpoints(session, club.id)
+            if urlsplit(endpoint.url).path == RECEIVER_PATH
+        ),
+        None,
+    )
 
 
 def publish_random(session: Session, now: datetime, rng: random.Random) -> Event:

@@ -22,6 +22,7 @@ from clubwire.domain import delivery_rules, jobs
 from clubwire.domain.jobs import Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import endpoints as endpoint_service
+from clubwire.services import notifications
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Delivery, Endpoint
 
@@ -34,14 +35,20 @@ EXCERPT_LIMIT = 1000  # characters of the answer's body (attempts.excerpt is Tex
 UNRECORDABLE = "could not record the receiver's answer"
 
 
-def record(session: Session, results: Sequence[Result], now: datetime) -> None:
+def record(
+    session: Session,
+    results: Sequence[Result],
+    now: datetime,
+    mail: notifications.FailureMail | None = None,
+) -> None:
     """Store a batch of attempts and move each delivery and endpoint on as the attempts'
-    verdicts say (DESIGN §6), a few statements whatever the batch's size."""
+    verdicts say (DESIGN §6), a few statements whatever the batch's size; with ``mail``,
+    queue the emails an endpoint's dead deliveries call for."""
     if not results:
         return
     connection = session.connection()
     queue.of(connection.dialect.name).record(connection, results, now)
-    _update_endpoints(session, results, now)
+    _update_endpoints(session, results, now, mail)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,18 +67,19 @@ def record_batch(
     results: Sequence[Result],
     schedule: RetrySchedule,
     now: datetime,
+    mail: notifications.FailureMail | None = None,
 ) -> list[Refused]:
     """``record`` the batch in one transaction; if one of its rows spoils it, each result in
     a transaction of its own, so no answer holds up the rest. The results the database
     refused come back. Raises when the database itself fails: try the batch again later."""
     try:
-        _record_in(sessions, results, now)
+        _record_in(sessions, results, now, mail)
     except Exception as error:
         if not _spoiled_by_a_row(error):
             raise
     else:
         return []
-    alone = (_record_alone(sessions, result, schedule, now) for result in results)
+    alone = (_record_alone(sessions, result, schedule, now, mail) for result in results)
     return [refused for refused in alone if refused is not None]
 
 
@@ -103,27 +111,41 @@ def _stand_in(result: Result, schedule: RetrySchedule, now: datetime) -> Result:
 
 
 def _record_alone(
-    sessions: sessionmaker[Session], result: Result, schedule: RetrySchedule, now: datetime
+    sessions: sessionmaker[Session],
+    result: Result,
+    schedule: RetrySchedule,
+    now: datetime,
+    mail: notifications.FailureMail | None,
 ) -> Refused | None:
-    error = _failure(sessions, result, now)
+    error = _failure(sessions, result, now, mail)
     if error is None:
         return None
-    again = _failure(sessions, _stand_in(result, schedule, now), now)
+    again = _failure(sessions, _stand_in(result, schedule, now), now, mail)
     return Refused(result.job.delivery_id, error, again)
 
 
-def _failure(sessions: sessionmaker[Session], result: Result, now: datetime) -> str | None:
+def _failure(
+    sessions: sessionmaker[Session],
+    result: Result,
+    now: datetime,
+    mail: notifications.FailureMail | None,
+) -> str | None:
     """Record one result in its own transaction; the kind of error if that failed."""
     try:
-        _record_in(sessions, [result], now)
+        _record_in(sessions, [result], now, mail)
     except Exception as error:
         return type(error).__name__
     return None
 
 
-def _record_in(sessions: sessionmaker[Session], results: Sequence[Result], now: datetime) -> None:
+def _record_in(
+    sessions: sessionmaker[Session],
+    results: Sequence[Result],
+    now: datetime,
+    mail: notifications.FailureMail | None,
+) -> None:
     with sessions.begin() as session:
-        record(session, results, now)
+        record(session, results, now, mail)
 
 
 def _spoiled_by_a_row(error: Exception) -> bool:
@@ -149,7 +171,12 @@ _TOUCH = (
 )
 
 
-def _update_endpoints(session: Session, results: Sequence[Result], now: datetime) -> None:
+def _update_endpoints(
+    session: Session,
+    results: Sequence[Result],
+    now: datetime,
+    mail: notifications.FailureMail | None,
+) -> None:
     """Last delivery and dead in a row (+1 per delivery that died, back to 0 on a success),
     one statement for the batch; endpoints in id order, so workers never deadlock."""
     latest: dict[str, tuple[Result, bool, int]] = {}
@@ -171,12 +198,16 @@ def _update_endpoints(session: Session, results: Sequence[Result], now: datetime
         for endpoint_id, (r, reset, died) in sorted(latest.items())
     ]
     session.connection().execute(_TOUCH, params)
-    _switch_off(session, [e for e, (_, _, died) in sorted(latest.items()) if died], now)
+    dead = {e: notifications.Died(n, r) for e, (r, _, n) in sorted(latest.items()) if n}
+    switched = _switch_off(session, list(dead), now)
+    if mail is not None:
+        mail.notify(session, dead, switched, now)
 
 
-def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) -> None:
+def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) -> Sequence[str]:
+    """Switch off those of the endpoints that reached the limit; returns their ids."""
     if not endpoint_ids:
-        return
+        return []
     switched = session.scalars(
         update(Endpoint)
         .where(
@@ -195,3 +226,4 @@ def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) ->
     ).all()
     if switched:
         endpoint_service.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
+    return switched

@@ -6,7 +6,8 @@ What goes, when older than the period (``CLUBWIRE_RETENTION_DAYS``):
 - finished deliveries (not pending, no attempt queued) of events created before then, with
   whatever attempts they still have;
 - events created before then that no delivery refers to any more (their idempotency keys go
-  with them).
+  with them);
+- emails of the outbox queued before then and sent or given up.
 
 Failed sign-in counts with nothing left in them go too, whatever the period
 (``services.sign_ins``): guessing from many addresses leaves one row per address.
@@ -28,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain.delivery_rules import Status
 from clubwire.services import sign_ins
 from clubwire.storage import tables
+from clubwire.storage.models import OutboxEmail
 
 BATCH = 1000
 
@@ -37,11 +39,12 @@ class Pruned:
     attempts: int = 0
     deliveries: int = 0
     events: int = 0
+    emails: int = 0
     sign_in_failures: int = 0
 
     @property
     def total(self) -> int:
-        return self.attempts + self.deliveries + self.events + self.sign_in_failures
+        return self.attempts + self.deliveries + self.events + self.emails + self.sign_in_failures
 
 
 def prune(
@@ -56,7 +59,7 @@ def prune(
     cutoff = now - retention
     counts = [
         _drain(sessions, statement(cutoff, batch), keep_going)
-        for statement in (_old_attempts, _finished_deliveries, _lone_events)
+        for statement in (_old_attempts, _finished_deliveries, _lone_events, _finished_emails)
     ]
     counts.append(_drain(sessions, sign_ins.stale(now, batch), keep_going))
     return Pruned(*counts)
@@ -98,3 +101,9 @@ def _lone_events(cutoff: datetime, batch: int) -> Delete:
     referred = exists().where(tables.deliveries.c.event_id == e.id)
     chosen = select(e.id).where(e.created_at < cutoff, ~referred).limit(batch)
     return delete(tables.events).where(e.id.in_(chosen.with_for_update(skip_locked=True)))
+
+
+def _finished_emails(cutoff: datetime, batch: int) -> Delete:
+    o = OutboxEmail
+    done = select(o.id).where(o.created_at < cutoff, o.next_attempt_at.is_(None)).limit(batch)
+    return delete(o).where(o.id.in_(done.with_for_update(skip_locked=True)))

@@ -19,6 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -235,6 +236,8 @@ class ClubAdmin(Base):
     club_id: Mapped[str] = mapped_column(
         ForeignKey("clubs.id", ondelete="CASCADE"), primary_key=True
     )
+    # Whether this admin gets the club's emails about failing endpoints (each admin chooses).
+    failure_emails: Mapped[bool] = mapped_column(Boolean, server_default=true())
 
 
 class WebSession(Base):
@@ -280,3 +283,33 @@ class SecretKeyCheck(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     sealed: Mapped[str] = mapped_column(String(500))
+
+
+class OutboxEmail(Base):
+    """An email waiting to go out, written in the transaction of the change it tells of and
+    sent by a worker: due while ``next_attempt_at`` is set and past. A worker that takes
+    one moves ``next_attempt_at`` a lease ahead and marks it with its ``lease_token``: if it
+    dies while sending, the email comes due again when the lease runs out."""
+
+    __tablename__ = "email_outbox"
+    __table_args__ = (
+        Index(
+            "ix_email_outbox_due",
+            "next_attempt_at",
+            sqlite_where=text("next_attempt_at IS NOT NULL"),
+            postgresql_where=text("next_attempt_at IS NOT NULL"),
+        ),
+        Index("ix_email_outbox_club_id_created_at", "club_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    club_id: Mapped[str] = mapped_column(ForeignKey("clubs.id", ondelete="CASCADE"))
+    recipient: Mapped[str] = mapped_column(String(254))
+    subject: Mapped[str] = mapped_column(String(200))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    next_attempt_at: Mapped[datetime | None]  # NULL: sent, or given up (``last_error``)
+    lease_token: Mapped[str | None] = mapped_column(String(32))
+    sent_at: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(String(200))

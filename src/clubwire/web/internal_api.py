@@ -1,4 +1,5 @@
-"""The host platform's API, ``/internal/v1``: sync clubs, the module switch and programs."""
+"""The host platform's API, ``/internal/v1``: sync clubs, the module switch and programs;
+publish events; replay an endpoint's deliveries."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
-from clubwire.domain import program_wire, slugs, text
-from clubwire.services import clubs
+from clubwire.domain import event_catalog, program_wire, replay_window, slugs, text
+from clubwire.services import clubs, replays
 from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
@@ -25,6 +26,7 @@ from clubwire.web import bearer, openapi, problems
 
 Slug = Annotated[str, Path(pattern=slugs.SLUG_PATTERN, examples=["granite-curling-club"])]
 ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
+EndpointIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_]{1,64}$", examples=["we_7kQ2mX"])]
 
 
 class _Out(BaseModel):
@@ -54,6 +56,55 @@ class EventIn(BaseModel):
 
 class EventOut(BaseModel):
     id: Annotated[str, Field(examples=["evt_4Fh2kQ9xTbV3rYl0ngS3"])]
+
+
+class ReplayIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_name=True)
+    since: Annotated[
+        str,
+        Field(
+            json_schema_extra={"pattern": replay_window.MINUTE_PATTERN},
+            examples=["2026-01-05T12:00Z"],
+            description="From this time, to the minute (included); UTC unless an offset "
+            "is given. Before until.",
+        ),
+    ]
+    until: Annotated[
+        str,
+        Field(
+            json_schema_extra={"pattern": replay_window.MINUTE_PATTERN},
+            examples=["2026-01-05T13:00Z"],
+            description="To this time, to the minute (not included).",
+        ),
+    ]
+    statuses: Annotated[
+        list[str],
+        Field(
+            max_length=len(replay_window.STATUSES),
+            json_schema_extra={"items": {"enum": list(replay_window.STATUSES)}},
+            description="The statuses to replay; empty or left out: dead and skipped.",
+        ),
+    ] = []
+    events: Annotated[
+        list[str],
+        Field(
+            max_length=len(event_catalog.SUBSCRIBABLE),
+            json_schema_extra={"items": {"enum": list(event_catalog.SUBSCRIBABLE)}},
+            description="The event kinds to replay; empty or left out: every kind.",
+        ),
+    ] = []
+    dry_run: Annotated[
+        StrictBool, Field(description="Count what would be replayed; send nothing.")
+    ] = False
+
+
+class ReplayOut(_Out):
+    count: Annotated[int, Field(description="Deliveries replayed (or, dry run, to be).")]
+    matching: Annotated[int, Field(description="Deliveries in the window that can be replayed.")]
+    capped: Annotated[
+        bool, Field(description="More than CLUBWIRE_REPLAY_LIMIT: replay again for the rest.")
+    ]
+    dry_run: bool
 
 
 class ClubOut(_Out):
@@ -158,6 +209,30 @@ def router(settings: Settings) -> APIRouter:
         if not created:
             response.status_code = 200
         return EventOut(id=event_id)
+
+    @api.post(
+        "/clubs/{slug}/endpoints/{endpoint_id}/replays",
+        summary="Replay an endpoint's deliveries of a time range",
+        description="Each finished delivery of the window (oldest first, at most "
+        "CLUBWIRE_REPLAY_LIMIT) gets one more attempt now, as Retry gives it: the same "
+        "delivery and event ids, a fresh signature. A delivery already brought forward and "
+        "not yet sent is not counted again, so a repeated request replays nothing twice. "
+        "Refused (409) while the endpoint or the club's module is off.",
+        responses=problems.documented(400, 409, 413),
+        **secured,
+    )
+    def replay(
+        slug: Slug, endpoint_id: EndpointIdPath, body: ReplayIn, request: Request
+    ) -> ReplayOut:
+        window = replay_window.window(body.since, body.until, body.statuses, body.events)
+        limit = settings.replay_limit
+        with _transaction(request) as session:
+            club_id = clubs.get_club(session, slug).id
+            if body.dry_run:
+                done = replays.preview(session, club_id, endpoint_id, window, limit)
+            else:
+                done = replays.replay(session, club_id, endpoint_id, window, _now(request), limit)
+        return ReplayOut.model_validate({**done.describe(), "dryRun": body.dry_run})
 
     @api.delete(
         "/clubs/{slug}/programs/{program_id}",

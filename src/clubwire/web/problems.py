@@ -42,6 +42,7 @@ _STATUS: dict[type[errors.ClubwireError], int] = {
     errors.InvalidInput: 422,
     errors.NotFound: 404,
     errors.IdempotencyKeyReused: 409,
+    errors.Conflict: 409,
     errors.Unauthenticated: 401,
     errors.InsufficientScope: 403,
     errors.Forbidden: 403,

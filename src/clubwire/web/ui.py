@@ -14,6 +14,8 @@ from clubwire.web import (
     ui_admin,
     ui_auth,
     ui_deliveries,
+    ui_emails,
+    ui_replay,
     ui_settings,
     ui_webhooks,
 )
@@ -24,7 +26,15 @@ STATIC = Path(__file__).with_name("static")
 def install(app: FastAPI) -> None:
     """Add the settings area to ``app``; its security headers leave other paths alone."""
     app.state.pages = templating.Pages(templating.environment())
-    for module in (ui_auth, ui_admin, ui_settings, ui_webhooks, ui_deliveries):
+    for module in (
+        ui_auth,
+        ui_admin,
+        ui_settings,
+        ui_webhooks,
+        ui_deliveries,
+        ui_emails,
+        ui_replay,
+    ):
         app.include_router(module.router())
     app.mount(security.STATIC_PREFIX.rstrip("/"), StaticFiles(directory=STATIC), name="static")
     app.add_middleware(security.SecurityHeaders)

@@ -15,7 +15,7 @@ from clubwire.domain import rates
 from clubwire.services import deliveries, endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
-from clubwire.web import ui_base
+from clubwire.web import replay_notice, security, ui_base, ui_emails
 from clubwire.web.ui_base import Posted, Staff
 
 RECENT_DELIVERIES = 10
@@ -111,9 +111,10 @@ def webhooks_page(
     secret: tuple[Endpoint, str] | None = None,
     rotated: bool = False,
     tested: Tested | None = None,
+    replayed: replay_notice.Replayed | None = None,
 ) -> Response:
     """The tab; ``secret`` is a signing secret to show once (new, or ``rotated``), ``tested``
-    a Send test outcome."""
+    a Send test outcome, ``replayed`` a replay's."""
     return ui_base.page(
         request,
         "webhooks.html",
@@ -125,12 +126,21 @@ def webhooks_page(
         secret=secret,
         rotated=rotated,
         tested=tested,
+        replayed=replayed,
+        emails=ui_emails.panel(request, session, club),
     )
 
 
 def webhooks_tab(request: Request, staff: Staff, slug: str) -> Response:
+    """The tab; after a replay, once, what it did (``replay_notice``)."""
+    replayed = replay_notice.taken(request)
     with ui_base.transaction(request) as session:
-        return webhooks_page(request, session, ui_base.club_for(session, staff, slug))
+        club = ui_base.club_for(session, staff, slug)
+        shown = webhooks_page(request, session, club, replayed=replayed)
+    if replayed is not None:
+        secure = security.is_https(request, ui_base.settings_of(request))
+        replay_notice.forget(shown, tab_url(club), secure=secure)
+    return shown
 
 
 def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) -> Response:

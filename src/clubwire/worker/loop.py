@@ -25,7 +25,7 @@ from clubwire import ids
 from clubwire.domain import timestamps
 from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, records
+from clubwire.services import claims, notifications, records
 from clubwire.services.attempts import Attempter
 from clubwire.settings import Settings
 from clubwire.storage.queue import Lane as Leased
@@ -54,6 +54,7 @@ class Worker:
         self._attempter = attempter
         self._clock = clock
         self._schedule = RetrySchedule(settings.retry_schedule)
+        self._mail = notifications.for_settings(settings)
         self._lease = timedelta(seconds=settings.lease_seconds)
         self._attempt_span = timedelta(seconds=settings.attempt_timeout)
         self._token = ids.new_id("wkr")
@@ -287,5 +288,6 @@ class Worker:
 
     def _record(self, results: list[Result]) -> None:
         now = self._clock()
-        for refused in records.record_batch(self._sessions, results, self._schedule, now):
+        batch = records.record_batch(self._sessions, results, self._schedule, now, self._mail)
+        for refused in batch:
             records.tell_refused(refused)

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import logs
 from clubwire.services import retention
 from clubwire.settings import Settings
+from clubwire.worker import stopping
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ async def keep_pruning(
     (a round in progress then ends after its current batch)."""
     period = timedelta(days=settings.retention_days)
     delay = first_after
-    while not await _stopped_within(stop, delay):
+    while not await stopping.stopped_within(stop, delay):
         delay = EVERY
         try:
             pruned = await asyncio.to_thread(
@@ -42,11 +43,3 @@ async def keep_pruning(
             continue
         if pruned.total:
             logs.event("pruned", {"retention_days": settings.retention_days, **asdict(pruned)})
-
-
-async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
-    try:
-        await asyncio.wait_for(stop.wait(), seconds)
-    except TimeoutError:
-        return False
-    return True

@@ -13,7 +13,7 @@ from clubwire.domain import timestamps
 from clubwire.services import attempts, secret_keys
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
-from clubwire.worker import loop, retention
+from clubwire.worker import loop, mail, retention
 
 
 @asynccontextmanager
@@ -23,9 +23,10 @@ async def running(
     clock: Callable[[], datetime] = timestamps.utc_now,
     metrics: Metrics | None = None,
 ) -> AsyncIterator[loop.Worker]:
-    """A worker delivering in this event loop, and pruning old history, until the block
-    ends (then it stops gracefully). Refused before it claims anything when its secret key
-    cannot open the stored secrets (it could sign none of them)."""
+    """A worker delivering in this event loop, pruning old history and sending the email
+    outbox (when email is on), until the block ends (then it stops gracefully). Refused
+    before it claims anything when its secret key cannot open the stored secrets (it could
+    sign none of them)."""
     await asyncio.to_thread(secret_keys.check, sessions, settings)
     async with attempts.attempter(settings, clock, metrics) as sends:
         worker = loop.Worker(settings, sessions, sends, clock)
@@ -34,6 +35,9 @@ async def running(
             asyncio.create_task(worker.run(stop)),
             asyncio.create_task(retention.keep_pruning(settings, sessions, clock, stop)),
         ]
+        sender = mail.sender_for(settings, sessions, clock)
+        if sender is not None:
+            tasks.append(asyncio.create_task(mail.keep_sending(sender, stop)))
         try:
             yield worker
         finally:

@@ -1,0 +1,109 @@
+"""Replay: send an endpoint's finished deliveries of a time range again, each as Retry does
+(a manual attempt, same delivery and event ids, a fresh signature), at most ``limit`` of
+them, oldest first; the UI, the CLI and the internal API all call these two functions.
+
+Choosing and bringing forward is one statement whose ``WHERE`` also says "not brought
+forward yet" (``next_attempt_at IS NULL``), so a replay submitted twice at once sends each
+delivery once: the second statement finds the first one's deliveries already due. The
+window is read through ``ix_deliveries_endpoint_id_created_at``, in its order.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import ColumnElement, CursorResult, Executable, Select, func, select, update
+from sqlalchemy.orm import Session
+
+from clubwire import errors
+from clubwire.domain import event_catalog
+from clubwire.domain.delivery_rules import Trigger
+from clubwire.domain.replay_window import Replay, Window
+from clubwire.storage import queue
+from clubwire.storage.models import Club, Delivery, Endpoint, Event
+
+
+def preview(session: Session, club_id: str, endpoint_id: str, window: Window, limit: int) -> Replay:
+    """What replaying ``window`` would send now; nothing is written."""
+    _open_endpoint(session, club_id, endpoint_id)
+    matching = _count(session, endpoint_id, window)
+    return Replay(min(matching, limit), matching)
+
+
+def replay(
+    session: Session, club_id: str, endpoint_id: str, window: Window, now: datetime, limit: int
+) -> Replay:
+    """Bring the next attempt of up to ``limit`` of the window's deliveries, oldest first,
+    forward to ``now``, and tell the workers, in the caller's transaction."""
+    _open_endpoint(session, club_id, endpoint_id, lock=True)
+    matching = _count(session, endpoint_id, window)
+    chosen = _chosen(endpoint_id, window).order_by(Delivery.created_at, Delivery.id).limit(limit)
+    # Materialised: PostgreSQL would otherwise run a locking subquery again for each row,
+    # and each run skips the rows already written, passing the limit. Nested, so that the
+    # statement begins with UPDATE, which Python's sqlite3 opens a transaction for.
+    locked = (
+        chosen.with_for_update(of=Delivery, skip_locked=True)
+        .cte("chosen", nesting=True)
+        .prefix_with("MATERIALIZED")
+    )
+    brought = _execute(
+        session,
+        update(Delivery)
+        .where(Delivery.id.in_(select(locked.c.id)), *_still(window))
+        .values(next_attempt_at=now, next_trigger=Trigger.MANUAL, updated_at=now)
+        .execution_options(synchronize_session=False),
+    )
+    count = brought.rowcount
+    if count:
+        connection = session.connection()
+        queue.of(connection.dialect.name).mark_due(connection, [endpoint_id], now)
+    return Replay(count, max(matching, count))
+
+
+def _execute(session: Session, statement: Executable) -> CursorResult[Any]:
+    return cast("CursorResult[Any]", session.execute(statement))
+
+
+def _open_endpoint(session: Session, club_id: str, endpoint_id: str, lock: bool = False) -> None:
+    """The club's endpoint, on and with the module on; ``lock``: held until the transaction
+    ends, so that it cannot be switched off while its deliveries are brought forward."""
+    query = select(Endpoint.enabled, Club.webhooks_enabled).join(Club, Club.id == Endpoint.club_id)
+    query = query.where(Endpoint.club_id == club_id, Endpoint.id == endpoint_id)
+    found = session.execute(query.with_for_update(of=Endpoint) if lock else query).first()
+    if found is None:
+        raise errors.NotFound(f"This club has no webhook endpoint {endpoint_id!r}.")
+    endpoint_on, module_on = found
+    if not module_on:
+        raise errors.Conflict("Webhooks & API are off for this club: nothing can be replayed.")
+    if not endpoint_on:
+        raise errors.Conflict("The endpoint is switched off: switch it on to replay.")
+
+
+def _count(session: Session, endpoint_id: str, window: Window) -> int:
+    counted = _chosen(endpoint_id, window).with_only_columns(
+        func.count(), maintain_column_froms=True
+    )
+    return session.scalar(counted) or 0
+
+
+def _chosen(endpoint_id: str, window: Window) -> Select[Any]:
+    """The window's deliveries that a replay sends (a Send test's ping never is)."""
+    kind = Event.kind.in_(window.kinds) if window.kinds else Event.kind != event_catalog.PING
+    return (
+        select(Delivery.id)
+        .join(Event, Event.id == Delivery.event_id)
+        .where(
+            Delivery.endpoint_id == endpoint_id,
+            Delivery.created_at >= window.since,
+            Delivery.created_at < window.until,
+            kind,
+            *_still(window),
+        )
+    )
+
+
+def _still(window: Window) -> tuple[ColumnElement[bool], ...]:
+    """In a chosen status, and not brought forward since it finished (by Retry, or by a
+    replay a moment ago): checked again on each row the update writes."""
+    return (Delivery.status.in_(window.statuses), Delivery.next_attempt_at.is_(None))

@@ -1,0 +1,52 @@
+"""The emails about failing endpoints on the Webhooks tab: whether email is on at all, and
+each admin's own switch for them (a small form; its POST answers with a redirect)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Form, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from clubwire.domain import emails
+from clubwire.services import notifications
+from clubwire.storage.models import Club
+from clubwire.web import ui_base
+from clubwire.web.ui_base import Posted
+
+ANCHOR = "failure-emails"
+
+
+@dataclass(frozen=True, slots=True)
+class EmailPanel:
+    """``on``: the service can send email; ``wanted``: this admin gets the club's emails
+    (None: not an admin of the club, so never a recipient)."""
+
+    on: bool
+    wanted: bool | None
+    warn_at: int = emails.WARN_AT
+
+
+def router() -> APIRouter:
+    api = ui_base.router()
+    api.add_api_route("/settings/{slug}/failure-emails", choose, methods=["POST"])
+    return api
+
+
+def panel(request: Request, session: Session, club: Club) -> EmailPanel:
+    """What the Webhooks tab says about emails to the signed-in user."""
+    staff = request.state.staff
+    on = ui_base.settings_of(request).mail_server is not None
+    return EmailPanel(on, notifications.wants_emails(session, staff.user.id, club.id))
+
+
+def choose(
+    request: Request, staff: Posted, slug: str, wanted: Annotated[Literal["yes", "no"], Form()]
+) -> Response:
+    """Turn the club's emails on (``wanted=yes``) or off for the signed-in admin."""
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        notifications.set_wants_emails(session, staff.user.id, club.id, wanted == "yes")
+    return ui_base.redirect(f"/settings/{club.slug}/webhooks#{ANCHOR}")

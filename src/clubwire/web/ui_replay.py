@@ -1,0 +1,162 @@
+"""Replay… on an endpoint of the Webhooks tab: a form (the window, statuses, kinds), a
+preview that counts before anything is sent, and a confirmation that replays and goes back
+to the tab (Post/Redirect/Get), where the outcome shows once (``replay_notice``).
+
+A second submission of the confirmation (a double click, a reload, another person) replays
+nothing twice: the service brings forward only deliveries not brought forward yet.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from pydantic import Field
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from clubwire import errors
+from clubwire.domain import event_catalog, replay_window
+from clubwire.domain.replay_window import Window
+from clubwire.services import endpoints, replays, web_sessions
+from clubwire.storage.models import Club
+from clubwire.web import replay_notice, security, ui_base, ui_webhooks
+from clubwire.web.ui_base import Posted, Staff
+
+REPLAY = f"{ui_webhooks.ENDPOINT}/replay"
+DEFAULT_HOURS = 24  # the form's window, ending at the next minute
+FIELD_TIME = "%Y-%m-%dT%H:%M"  # what an <input type="datetime-local"> holds
+
+
+class ReplayForm(ui_base.FormFields):
+    """What the Replay form sends (and shows again, with errors, or in the confirmation)."""
+
+    since: str = ""
+    until: str = ""
+    status: list[str] = Field(default_factory=list)
+    event: list[str] = Field(default_factory=list)
+
+    def errors(self) -> dict[str, str]:
+        """Each field's message; ``form`` for a window that ends before it starts."""
+        found = self.unstorable() or ui_base.field_errors(
+            since=lambda: replay_window.minute(self.since, "From"),
+            until=lambda: replay_window.minute(self.until, "To"),
+            statuses=lambda: replay_window.chosen_statuses(self.status),
+            events=lambda: replay_window.chosen_kinds(self.event),
+        )
+        return found or ui_base.field_errors(form=self.window)
+
+    def window(self) -> Window:
+        return replay_window.window(self.since, self.until, self.status, self.event)
+
+    @classmethod
+    def starting(cls, now: datetime) -> ReplayForm:
+        """The last day, to the next minute; dead and skipped; every kind."""
+        until = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        since = until - timedelta(hours=DEFAULT_HOURS)
+        statuses = list(replay_window.DEFAULT_STATUSES)
+        return cls(
+            since=since.strftime(FIELD_TIME), until=until.strftime(FIELD_TIME), status=statuses
+        )
+
+
+Filled = Annotated[ReplayForm, Form()]
+
+
+def router() -> APIRouter:
+    api = ui_base.router()
+    api.add_api_route(REPLAY, replay_form, methods=["GET"])
+    api.add_api_route(f"{REPLAY}/preview", preview, methods=["POST"])
+    api.add_api_route(REPLAY, replay, methods=["POST"])
+    return api
+
+
+def replay_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        return _form_page(
+            request, session, club, endpoint_id, ReplayForm.starting(ui_base.now(request))
+        )
+
+
+def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
+    """How many deliveries the window covers, with the button that replays them."""
+    limit = ui_base.settings_of(request).replay_limit
+
+    def step(session: Session, club: Club) -> Response:
+        window = form.window()
+        counted = replays.preview(session, club.id, endpoint_id, window, limit)
+        return ui_base.page(
+            request,
+            "replay_preview.html",
+            club=club,
+            endpoint=endpoints.get_endpoint(session, club.id, endpoint_id),
+            typed=form,
+            window=window,
+            counted=counted,
+        )
+
+    return _form_step(request, staff, slug, endpoint_id, form, step)
+
+
+def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
+    """Replay, then back to the tab, where what was done shows once."""
+    settings = ui_base.settings_of(request)
+
+    def step(session: Session, club: Club) -> Response:
+        now = ui_base.now(request)
+        done = replays.replay(
+            session, club.id, endpoint_id, form.window(), now, settings.replay_limit
+        )
+        moved = ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
+        secure = security.is_https(request, settings)
+        replay_notice.remember(moved, ui_webhooks.tab_url(club), endpoint_id, done, secure=secure)
+        return moved
+
+    return _form_step(request, staff, slug, endpoint_id, form, step)
+
+
+def _form_step(
+    request: Request,
+    staff: web_sessions.SignedIn,
+    slug: str,
+    endpoint_id: str,
+    form: ReplayForm,
+    step: ui_base.Step,
+) -> Response:
+    """``step`` unless the form has errors; else, or when the endpoint or the module is off
+    by now, the form again, as typed, with the messages."""
+
+    def guarded(session: Session, club: Club) -> Response:
+        try:
+            return step(session, club)
+        except errors.Conflict as exc:
+            raise errors.InvalidInput(exc.detail) from exc
+
+    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
+        return _form_page(request, session, club, endpoint_id, form, found)
+
+    return ui_base.form_step(request, staff, slug, form.errors(), guarded, again)
+
+
+def _form_page(
+    request: Request,
+    session: Session,
+    club: Club,
+    endpoint_id: str,
+    typed: ReplayForm,
+    found: dict[str, str] | None = None,
+) -> Response:
+    endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+    return ui_base.page(
+        request,
+        "replay.html",
+        422 if found else 200,
+        club=club,
+        endpoint=endpoint,
+        typed=typed,
+        errors=found or {},
+        STATUSES=replay_window.STATUSES,
+        KINDS=event_catalog.SUBSCRIBABLE,
+    )
