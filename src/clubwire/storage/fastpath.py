@@ -5,7 +5,7 @@ scopes, revocation and expiry, the club's module switch and its programs version
 read are kept in memory while nothing can have changed them: on SQLite until any commit to
 the database; on PostgreSQL while a listening connection hears PostgreSQL's notices of every
 change to them (ADR 0010), and read for every request while it cannot. So a revocation is
-seen by the first request after its commit (SQLite) or its notice (PostgreSQL).
+seen by every request that arrives after its commit (SQLite) or its notice (PostgreSQL).
 """
 
 from __future__ import annotations
@@ -96,9 +96,16 @@ def _keep(rows: dict[tuple[str, str], KeyRow], key: tuple[str, str], row: KeyRow
 class SqliteReader:
     """Reads in the event loop itself: an indexed SQLite read in WAL mode takes microseconds,
     less than handing it to a thread would. The rows read are kept until any connection
-    commits to the database (``PRAGMA data_version``, a read of shared memory, changes with
-    every commit but this connection's, which writes nothing): a revocation, a program
-    change or any other write, by any process, is seen by the next request."""
+    commits to the database (``PRAGMA data_version``, which changes with every commit but
+    this connection's, which writes nothing): a revocation, a program change or any other
+    write, by any process, is seen by every request that arrives after its commit.
+
+    The version is looked at once per turn of the event loop, by its first request: every
+    request a turn serves had arrived before that turn began (its bytes were read in this
+    turn's poll or an earlier one), so a commit the look did not see is one they arrived
+    before. Under load a turn serves several requests, and the look (a few microseconds in
+    a busy server, its code and pages cold) is shared by them.
+    """
 
     _query = _KEY_QUERY.format(prefix="?", slug="?")
 
@@ -108,18 +115,30 @@ class SqliteReader:
         self._connection.execute("PRAGMA query_only=ON")
         self._rows: dict[tuple[str, str], KeyRow] = {}
         self._version: object = None  # the database's data_version the rows were read at
+        self._looked = False  # at the version, in this turn of the event loop
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
+        if not self._looked:
+            self._look()
+        row = self._rows.get((slug, prefix))
+        if row is None:
+            row = _row(self._connection.execute(self._query, (prefix, slug)).fetchone())
+            if row is not None:
+                _keep(self._rows, (slug, prefix), row)
+        return row
+
+    def _look(self) -> None:
+        """Forget the rows if anything was committed since they were read; look again in
+        the next turn of the event loop."""
         version = self._connection.execute("PRAGMA data_version").fetchone()[0]
         if version != self._version:
             self._rows.clear()
             self._version = version
-        elif (row := self._rows.get((slug, prefix))) is not None:
-            return row
-        row = _row(self._connection.execute(self._query, (prefix, slug)).fetchone())
-        if row is not None:
-            _keep(self._rows, (slug, prefix), row)
-        return row
+        self._looked = True
+        asyncio.get_running_loop().call_soon(self._turn_ended)
+
+    def _turn_ended(self) -> None:
+        self._looked = False
 
     async def close(self) -> None:
         self._connection.close()
