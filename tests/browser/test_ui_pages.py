@@ -1,6 +1,5 @@
-"""The settings area with a realistic club, as people see it: the pictures in the README
-(written to ``docs/screenshots/`` only with ``CLUBWIRE_SCREENSHOTS=1``), and every main page
-readable on a phone without scrolling sideways."""
+"""The settings area with a realistic club, as people see it (``test_ui_phone_layout`` takes the
+README's pictures of it), and every main page readable on a phone without scrolling sideways."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from clubwire.domain.delivery_rules import Status
 from clubwire.services import clubs, demo, endpoints, events, keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
-from tests.browser.helpers import assert_fits_a_phone, screenshot, sign_in
+from tests.browser.helpers import assert_fits_a_phone, sign_in
 from tests.browser.live_server import StartServer
 from tests.factories import receiver_settings
 from tests.functional.ui_pages import PASSWORD, make_staff
@@ -140,9 +139,6 @@ def test_the_superadmin_page_and_both_tabs_with_a_realistic_club(base_url: str, 
     expect(page.locator("tbody tr")).to_have_count(4)
     expect(page.locator("#club-granite th")).to_have_text("Granite Curling Club")
     expect(page.locator("tbody td.state")).to_have_text(["On", "Off", "On", "Off"])
-    page.set_viewport_size({"width": 1280, "height": 600})  # the page is short
-    screenshot(page, "superadmin", full_page=False)
-    page.set_viewport_size({"width": 1280, "height": 900})
 
     page.get_by_role("link", name="Granite Curling Club").click()
     cards = page.locator("article.endpoint")
@@ -151,14 +147,12 @@ def test_the_superadmin_page_and_both_tabs_with_a_realistic_club(base_url: str, 
     expect(cards.first.locator("dl.facts > dd").nth(3)).to_have_text("1 of 5")
     expect(cards.first.locator("dl.facts > dd").last).to_have_text("10 deliveries per second")
     expect(cards.last.locator("table.deliveries tbody tr")).to_have_count(4)
-    screenshot(page, "webhooks-tab", full_page=False)
 
     page.locator("#tab-api-keys").click()
     expect(page.locator("#keys tbody tr td:nth-child(2)")).to_have_text(
         ["Membership sync", "Club website", "Demo key", "Lobby scoreboard"]
     )
     expect(page.locator("#keys td.state")).to_have_text(["active", "active", "active", "revoked"])
-    screenshot(page, "api-keys-tab", full_page=False)
 
 
 def test_every_main_page_fits_a_phone(base_url: str, phone_page: Page) -> None:

@@ -84,7 +84,7 @@ def test_forms_with_a_tampered_csrf_token_are_refused_and_change_nothing(
     refused(f"{CLUB}/api-keys/{prefix}/revoke", "Revoke key")
     refused(f"{CLUB}/webhooks/{endpoint_id}/rotate", "Rotate secret")
     refused(f"{CLUB}/webhooks/{endpoint_id}/delete", "Delete endpoint")
-    refused("/admin", "Switch off")
+    refused("/admin/clubs/granite/webhooks/off", "Switch off")
     # A form htmx sends in the background: the refusal replaces the page's main part.
     refused(f"{CLUB}/webhooks", "Enabled", "switch")
     refused(f"{CLUB}/webhooks", "Sign out")

@@ -1,6 +1,7 @@
 """The "Event kinds" section of docs/receiving-webhooks.md, rendered from the event catalog.
 
-For every kind: when it fires, a table of its ``data`` fields, a full example envelope
+For every kind: what it means in plain words (``event_catalog.FOR_STAFF``, as the endpoint
+form says it), when it fires, a table of its ``data`` fields, a full example envelope
 (``event_schemas.example``: ``events.sample`` wrapped in an envelope) and the JSON Schema of
 the envelope (``event_schemas.json_schemas``). ``tests/docs/test_catalog.py`` fails when the
 committed section differs from this rendering; rewrite it with::
@@ -41,6 +42,8 @@ def _kind(kind: str, webhook: Any, schema: Schema) -> str:
     return "\n".join(
         [
             f"### `{kind}`",
+            "",
+            f"In plain words: *{event_catalog.FOR_STAFF[kind]}*.",
             "",
             f"{post['summary']}. {post['description']}",
             "",

@@ -27,6 +27,15 @@ def test_the_event_catalog_is_what_the_code_renders() -> None:
     assert committed == catalog.render(), f"the event catalog is stale: run {REGENERATE}"
 
 
+def test_the_catalog_says_each_kind_in_the_plain_words_of_the_endpoint_form() -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    for kind, words in event_catalog.FOR_STAFF.items():
+        assert words
+        assert "\n" not in words
+        assert not words.endswith(".")
+        assert f"### `{kind}`\n\nIn plain words: *{words}*." in doc
+
+
 def test_the_catalog_has_every_kind_with_its_example_and_schema() -> None:
     json_blocks = [json.loads(b.text) for b in _blocks("json")]
     for kind in event_catalog.KINDS:

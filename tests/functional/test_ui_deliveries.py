@@ -100,7 +100,32 @@ def test_send_test_shows_the_receivers_code_and_time(
         request.body, request.headers["X-Service-Signature"], secret, now=EPOCH.timestamp()
     )
     assert request.headers["X-Service-Event"] == "ping"
-    assert "succeeded" in response.text.split("Recent deliveries")[1]
+    recent = response.text.split("Recent deliveries")[1]
+    assert re.search(r'<td class="status test ok">Test: 200 in \d+ ms</td>', recent)
+    assert "succeeded" not in recent
+
+
+def test_a_failed_send_test_shows_as_a_test_and_is_no_last_delivery(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    with serving(tls, status=500) as failing:
+        endpoint_id = _endpoint(sessions, hooks, failing.url, "granite")
+        web.post(f"{TAB}/{endpoint_id}/test")
+    with sessions() as session:
+        (ping,) = session.scalars(select(Delivery.id).where(Delivery.endpoint_id == endpoint_id))
+    page = web.get(TAB).text
+    row = part(page, f'id="delivery-{ping}"')
+    assert re.search(r">Test failed: the receiver answered 500 \(after \d+ ms\)</td>", row)
+    assert ">dead<" not in row
+    assert f'id="retry-{ping}"' not in row
+    assert re.search(r"<dt>Last delivery</dt>\s*<dd>never</dd>", page)
+    assert re.search(r"<dt>Dead in a row</dt><dd>0 of 5</dd>", page)
+    detail = web.get(f"/settings/granite/deliveries/{ping}").text
+    assert '<dd class="status test" id="test-outcome">Test failed</dd>' in detail
+    assert ">dead<" not in detail
+    every = part(web.get(f"{TAB}/{endpoint_id}/deliveries").text, f'id="delivery-{ping}"')
+    assert re.search(r">Test failed: the receiver answered 500 \(after \d+ ms\)</td>", every)
+    assert ">dead<" not in every
 
 
 def test_send_test_says_what_went_wrong_in_plain_words(
@@ -142,8 +167,8 @@ def test_retry_brings_a_delivery_back_now(
     dead = _dead_delivery(sessions, hooks, "granite")
     row = part(web.get(TAB).text, f'id="delivery-{dead.id}"')
     assert ">dead<" in row
-    assert "<td>503</td>" in row
-    assert "<td>6</td>" in row
+    assert '<td data-label="Response code">503</td>' in row
+    assert '<td data-label="Attempt">6</td>' in row
     clock.advance(minutes=5)
     response = web.post(f"/settings/granite/deliveries/{dead.id}/retry", {"next": TAB})
     assert (response.status_code, response.headers["location"]) == (303, TAB)

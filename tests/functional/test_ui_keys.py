@@ -218,14 +218,14 @@ def test_a_key_made_to_expire_shows_when_then_shows_as_expired(
     assert key.expires_at == EPOCH + timedelta(days=90)
     row = part(created.text, f'id="key-{key.prefix}"')
     assert '<time datetime="2026-04-05T12:00:00.000Z">' in row
-    assert '<td class="state on">active</td>' in row
+    assert '<td data-label="Status" class="state on">active</td>' in row
     with sessions.begin() as session:
         club = clubs.get_club(session, "granite")
         old, _ = keys.create_key(
             session, club, ["read:programs"], "Old", EPOCH - timedelta(days=31), "30d"
         )
     row = part(web.get(TAB).text, f'id="key-{old.prefix}"')
-    assert '<td class="state off">expired</td>' in row
+    assert '<td data-label="Status" class="state off">expired</td>' in row
     assert 'Expired <time datetime="2026-01-04T12:00:00.000Z">' in row
     assert "Revoke<" not in row
 

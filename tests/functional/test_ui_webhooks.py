@@ -82,7 +82,7 @@ def test_the_tab_shows_each_endpoints_health(web: Browser, sessions: sessionmake
         endpoint.last_delivery_at, endpoint.last_response_code = EPOCH, 502
         endpoint.dead_in_a_row = 3
     card = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}"', "</article>")
-    assert f"<code>{URL}</code>" in card
+    assert f'<code class="url">{URL}</code>' in card.replace("<wbr>", "")  # breaks for phones
     assert "registration.created, payment.completed" in card
     assert 'role="switch" aria-checked="true"' in card
     assert "2026-01-05 12:00:00 UTC</time>, response code 502" in card

@@ -170,7 +170,9 @@ def test_send_test_reports_the_outcome_and_never_counts(
     assert orjson.loads(request.body)["data"] == event_schemas.example("ping")["data"]
     with sessions() as session:
         endpoint = session.get_one(Endpoint, endpoint_id)
-        assert (endpoint.dead_in_a_row, endpoint.last_response_code) == (0, 500)
+        # A Send test is no delivery: not counted, and not the endpoint's last delivery.
+        assert (endpoint.dead_in_a_row, endpoint.last_delivery_at) == (0, None)
+        assert endpoint.last_response_code is None
 
 
 def test_a_slow_endpoint_does_not_starve_the_others(

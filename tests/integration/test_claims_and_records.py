@@ -447,7 +447,28 @@ def test_a_test_send_never_counts_toward_dead_in_a_row(
         "dead",
         0,
     )
-    assert _endpoint(sessions, endpoint_id).last_response_code == 500
+    tested = _endpoint(sessions, endpoint_id)
+    assert (tested.last_delivery_at, tested.last_response_code) == (None, None)
+
+
+def test_a_test_send_leaves_last_delivery_as_the_last_real_one(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    club_id, endpoint_id = _world(sessions, settings)
+    real = _claim(sessions)
+    with sessions.begin() as session:
+        test = claims.create_test_job(
+            session, session.get_one(Club, club_id), endpoint_id, EPOCH, LEASE
+        )
+    _record(sessions, [*real, test], ok=True, code=201)  # one batch, the test recorded last
+    with sessions.begin() as session:
+        again = claims.create_test_job(
+            session, session.get_one(Club, club_id), endpoint_id, EPOCH, LEASE
+        )
+    _record(sessions, [again], ok=False, at=timedelta(minutes=5))
+    endpoint = _endpoint(sessions, endpoint_id)
+    assert (endpoint.last_delivery_at, endpoint.last_response_code) == (EPOCH, 201)
+    assert endpoint.dead_in_a_row == 0
 
 
 def test_attempts_of_a_deleted_endpoint_are_dropped(

@@ -1,9 +1,9 @@
 """The event catalog (SPEC §6, DESIGN §9): the kinds, their ``data`` models, and the envelope.
 
-Each kind has its payload model (``payloads``), what it means, and a sample generator
-(``samples``). ``validate`` checks a ``data`` against its kind, ``envelope`` writes the exact
-bytes a receiver gets, and ``sample`` makes a realistic ``data``. The schemas that describe
-those bytes are in ``event_schemas``.
+Each kind has its payload model (``payloads``), what it means (to developers, and to club
+staff in plain words), and a sample generator (``samples``). ``validate`` checks a ``data``
+against its kind, ``envelope`` writes the exact bytes a receiver gets, and ``sample`` makes a
+realistic ``data``. The schemas that describe those bytes are in ``event_schemas``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Entry:
     model: type[payloads.Payload]
     summary: str
     fires_when: str
+    for_staff: str  # one line in plain words, for the club staff who choose what to subscribe to
     sample: Callable[[datetime, random.Random], dict[str, object]]
 
 
@@ -37,6 +38,7 @@ _CATALOG: dict[str, Entry] = {
         "A registration became active",
         "Fires when a registration becomes active: a storefront checkout, a payment webhook, "
         "or a proxy registration by staff.",
+        "Someone registered for a program",
         samples.registration,
     ),
     "payment.completed": Entry(
@@ -44,6 +46,7 @@ _CATALOG: dict[str, Entry] = {
         "A payment completed",
         "Fires when a card payment is authorised, a checkout is finalised with club credit or "
         "a gift card, or staff record an offline payment.",
+        "Someone paid, online or at the club",
         samples.payment,
     ),
     "game.updated": Entry(
@@ -51,18 +54,21 @@ _CATALOG: dict[str, Entry] = {
         "A game changed",
         "Fires when a result is entered (reason result), or a game is moved or its teams "
         "changed (reason placement).",
+        "A game's result was entered, or the game was moved or its teams changed",
         samples.game,
     ),
     "member.updated": Entry(
         payloads.MemberUpdatedData,
         "A member was created or edited",
         "Fires when a member is created or edited.",
+        "A member was added or their details changed",
         samples.member,
     ),
     "practice_ice.booked": Entry(
         payloads.PracticeIceBookedData,
         "Practice ice was booked",
         "Fires when a curler, or staff for a curler, reserves practice ice.",
+        "A curler booked practice ice",
         samples.practice_ice,
     ),
     PING: Entry(
@@ -70,12 +76,15 @@ _CATALOG: dict[str, Entry] = {
         "A test event",
         "Sent when the user presses Send test, to that endpoint only, in a single attempt. "
         "Cannot be subscribed to.",
+        "A test message, sent when you press Send test",
         samples.ping,
     ),
 }
 
 KINDS: tuple[str, ...] = tuple(_CATALOG)
 SUBSCRIBABLE: tuple[str, ...] = tuple(kind for kind in KINDS if kind != PING)
+# What each kind means to club staff, in plain words: the endpoint form and the receivers' guide.
+FOR_STAFF: dict[str, str] = {kind: found.for_staff for kind, found in _CATALOG.items()}
 
 
 class UnknownKind(ValueError):

@@ -58,7 +58,12 @@ def judge(job: Job, ok: bool, now: datetime, schedule: RetrySchedule, draw: floa
 def plain(result: Result) -> str:
     """The outcome in plain words, for the CLI and the settings UI: ``200 in 43 ms``, or
     what went wrong."""
-    if result.ok:
-        return f"{result.response_code} in {result.duration_ms} ms"
-    reason = result.error or f"the receiver answered {result.response_code}"
-    return f"failed: {reason} (after {result.duration_ms} ms)"
+    return plain_attempt(result.ok, result.response_code, result.duration_ms, result.error)
+
+
+def plain_attempt(ok: bool, response_code: int | None, duration_ms: int, error: str | None) -> str:
+    """``plain`` of an attempt as it was stored."""
+    if ok:
+        return f"{response_code} in {duration_ms} ms"
+    reason = error or f"the receiver answered {response_code}"
+    return f"failed: {reason} (after {duration_ms} ms)"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from clubwire import errors
 from clubwire.domain import delivery_rules, timestamps
+from clubwire.domain.delivery_pages import PAGE_SIZE, Cursor, Filters
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.storage import queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
@@ -34,6 +37,95 @@ def list_deliveries(
         query = query.where(Delivery.status == status)
     query = query.order_by(Delivery.created_at.desc(), Delivery.id.desc()).limit(limit)
     return session.scalars(query).all()
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPage:
+    """A page of an endpoint's deliveries, newest first, and where the pages either side of
+    it start (None: there is none)."""
+
+    rows: Sequence[Delivery]
+    older: Cursor | None
+    newer: Cursor | None
+
+
+def page_of_deliveries(
+    session: Session,
+    club_id: str,
+    endpoint_id: str,
+    filters: Filters,
+    *,
+    older_than: Cursor | None = None,
+    newer_than: Cursor | None = None,
+    size: int = PAGE_SIZE,
+) -> DeliveryPage:
+    """The page just older than ``older_than`` (none: the newest), or just newer than
+    ``newer_than``: a keyset page, read along ``ix_deliveries_endpoint_id_created_at_id`` and
+    stopped after ``size`` + 1 rows, however many deliveries the endpoint has."""
+    query = _matching(club_id, endpoint_id, filters)
+    if newer_than is not None:
+        found = session.scalars(_newer(query, newer_than).limit(size + 1)).all()
+        rows = list(reversed(found[:size]))
+        more_newer = len(found) > size
+        more_older = bool(rows) and _any(session, query, _cursor(rows[-1]), older=True)
+    else:
+        page = query if older_than is None else query.where(_older_than(older_than))
+        found = session.scalars(_newest_first(page).limit(size + 1)).all()
+        rows = list(found[:size])
+        more_older = len(found) > size
+        more_newer = (
+            older_than is not None and bool(rows) and _any(session, query, _cursor(rows[0]))
+        )
+    return DeliveryPage(
+        rows,
+        _cursor(rows[-1]) if more_older else None,
+        _cursor(rows[0]) if more_newer else None,
+    )
+
+
+def _matching(club_id: str, endpoint_id: str, filters: Filters) -> Select[Any]:
+    query = select(Delivery).options(_WITH_KIND)
+    query = query.where(Delivery.club_id == club_id, Delivery.endpoint_id == endpoint_id)
+    if filters.status is not None:
+        query = query.where(Delivery.status == filters.status)
+    if filters.kind is not None:
+        query = query.where(Delivery.event.has(Event.kind == filters.kind))
+    if filters.since is not None:
+        query = query.where(Delivery.created_at >= filters.since)
+    if filters.until is not None:
+        query = query.where(Delivery.created_at < filters.until)
+    return query
+
+
+def _newest_first(query: Select[Any]) -> Select[Any]:
+    return query.order_by(Delivery.created_at.desc(), Delivery.id.desc())
+
+
+def _newer(query: Select[Any], cursor: Cursor) -> Select[Any]:
+    """Oldest first from just after ``cursor``: the newer page, to be turned round."""
+    after = and_(
+        Delivery.created_at >= cursor.created_at,
+        or_(Delivery.created_at > cursor.created_at, Delivery.id > cursor.id),
+    )
+    return query.where(after).order_by(Delivery.created_at, Delivery.id)
+
+
+def _older_than(cursor: Cursor) -> ColumnElement[bool]:
+    """Before ``cursor`` in (created, id); the first term bounds the index range."""
+    return and_(
+        Delivery.created_at <= cursor.created_at,
+        or_(Delivery.created_at < cursor.created_at, Delivery.id < cursor.id),
+    )
+
+
+def _any(session: Session, query: Select[Any], cursor: Cursor, older: bool = False) -> bool:
+    """Whether a page lies beyond ``cursor`` (one row read along the index)."""
+    beyond = _newest_first(query.where(_older_than(cursor))) if older else _newer(query, cursor)
+    return session.scalars(beyond.limit(1)).first() is not None
+
+
+def _cursor(delivery: Delivery) -> Cursor:
+    return Cursor(delivery.created_at, delivery.id)
 
 
 def get_delivery(session: Session, club_id: str, delivery_id: str) -> Delivery:

@@ -5,16 +5,20 @@ made by ``claims.create_test_job``, one attempt by the ``attempts`` step, record
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import jobs, timestamps
+from clubwire.domain import event_catalog, jobs, timestamps
+from clubwire.domain.delivery_rules import Status
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, records, secret_keys
 from clubwire.services.attempts import Attempter
 from clubwire.settings import Settings
+from clubwire.storage.models import Attempt, Delivery
 
 
 async def send_test(
@@ -43,3 +47,35 @@ async def send_test(
     result = await attempter.attempt(await asyncio.to_thread(create))
     await asyncio.to_thread(record, result)
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class PingOutcome:
+    """How a Send test among deliveries reads: ``Test: 200 in 43 ms``, ``Test failed: …``,
+    or ``Test: sending`` before its one attempt is recorded."""
+
+    ok: bool | None
+    text: str
+
+
+def outcomes(session: Session, shown: Iterable[Delivery]) -> Mapping[str, PingOutcome]:
+    """The outcome of each Send test among ``shown`` (deliveries with their event's kind
+    loaded), by delivery id, read from its one attempt in one query."""
+    tests = [d for d in shown if d.event.kind == event_catalog.PING]
+    if not tests:
+        return {}
+    ids = [d.id for d in tests]
+    found = {
+        attempt.delivery_id: attempt
+        for attempt in session.scalars(select(Attempt).where(Attempt.delivery_id.in_(ids)))
+    }
+    return {d.id: _outcome(d, found.get(d.id)) for d in tests}
+
+
+def _outcome(test: Delivery, attempt: Attempt | None) -> PingOutcome:
+    """Read from the test's status, which its one attempt's verdict set (SUCCEEDED or DEAD)."""
+    if attempt is None:
+        return PingOutcome(None, "Test: sending")
+    ok = test.status == Status.SUCCEEDED
+    words = jobs.plain_attempt(ok, attempt.response_code, attempt.duration_ms, attempt.error)
+    return PingOutcome(ok, f"Test: {words}" if ok else f"Test {words}")

@@ -19,6 +19,7 @@ from sqlalchemy import Boolean, Integer, bindparam, case, exc, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import delivery_rules, jobs
+from clubwire.domain.delivery_rules import Trigger
 from clubwire.domain.jobs import Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import endpoints as endpoint_service
@@ -178,9 +179,12 @@ def _update_endpoints(
     mail: notifications.FailureMail | None,
 ) -> None:
     """Last delivery and dead in a row (+1 per delivery that died, back to 0 on a success),
-    one statement for the batch; endpoints in id order, so workers never deadlock."""
+    one statement for the batch; endpoints in id order, so workers never deadlock. A Send
+    test is no delivery: it touches neither."""
     latest: dict[str, tuple[Result, bool, int]] = {}
     for result in results:
+        if result.job.trigger is Trigger.TEST:
+            continue
         _, reset, died = latest.get(result.job.endpoint_id, (result, False, 0))
         if result.verdict.counts_as_success:
             reset, died = True, 0
@@ -197,6 +201,8 @@ def _update_endpoints(
         }
         for endpoint_id, (r, reset, died) in sorted(latest.items())
     ]
+    if not params:
+        return
     session.connection().execute(_TOUCH, params)
     dead = {e: notifications.Died(n, r) for e, (r, _, n) in sorted(latest.items()) if n}
     switched = _switch_off(session, list(dead), now)

@@ -5,7 +5,7 @@ them, oldest first; the UI, the CLI and the internal API all call these two func
 Choosing and bringing forward is one statement whose ``WHERE`` also says "not brought
 forward yet" (``next_attempt_at IS NULL``), so a replay submitted twice at once sends each
 delivery once: the second statement finds the first one's deliveries already due. The
-window is read through ``ix_deliveries_endpoint_id_created_at``, in its order.
+window is read through ``ix_deliveries_endpoint_id_created_at_id``, in its order.
 """
 
 from __future__ import annotations

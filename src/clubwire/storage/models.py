@@ -144,7 +144,8 @@ class Delivery(Base):
             sqlite_where=text("next_attempt_at IS NOT NULL"),
             postgresql_where=text("next_attempt_at IS NOT NULL"),
         ),
-        Index("ix_deliveries_endpoint_id_created_at", "endpoint_id", "created_at"),
+        # Keyset pages of an endpoint's deliveries on (created_at, id): see migration 0012.
+        Index("ix_deliveries_endpoint_id_created_at_id", "endpoint_id", "created_at", "id"),
         Index("ix_deliveries_club_id_created_at", "club_id", "created_at"),
         Index("ix_deliveries_event_id", "event_id"),
     )

@@ -32,6 +32,7 @@ def environment() -> jinja2.Environment:
     env.globals.update(
         SCOPES=scopes.ALL,
         EVENTS=event_catalog.SUBSCRIBABLE,
+        EVENTS_FOR_STAFF=event_catalog.FOR_STAFF,
         DEAD_LIMIT=delivery_rules.DEAD_IN_A_ROW_LIMIT,
         RATES=(rates.LOWEST, rates.HIGHEST),
         retryable=delivery_rules.retryable,

@@ -1,4 +1,5 @@
-"""The superadmin page: every club, and its Webhooks & API module switched on or off."""
+"""The superadmin page: every club, and its Webhooks & API module switched on or off (off
+only after a question saying what stops and what is kept)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from clubwire.web import ui_base
 from clubwire.web.ui_base import Posted, Staff
 
 ADMIN_PATH = "/admin"
+MODULE = f"{ADMIN_PATH}/clubs/{{slug}}/webhooks"
 
 
 def router() -> APIRouter:
     api = ui_base.router()
     api.add_api_route(ADMIN_PATH, admin_page, methods=["GET"])
-    api.add_api_route(f"{ADMIN_PATH}/clubs/{{slug}}/webhooks", switch_module, methods=["POST"])
+    api.add_api_route(MODULE, switch_module, methods=["POST"])
+    api.add_api_route(f"{MODULE}/off", switch_off_form, methods=["GET"])
     return api
 
 
@@ -27,6 +30,15 @@ def admin_page(request: Request, staff: Staff) -> Response:
     with ui_base.transaction(request) as session:
         every_club = clubs.list_clubs(session)
     return ui_base.page(request, "admin.html", clubs=every_club)
+
+
+def switch_off_form(request: Request, staff: Staff, slug: str) -> Response:
+    """The question before switching off, which cuts the club's API and webhooks at once;
+    its answer posts ``off`` to ``switch_module``. Switching on asks nothing."""
+    _superadmin_only(staff)
+    with ui_base.transaction(request) as session:
+        club = clubs.get_club(session, slug)
+    return ui_base.page(request, "module_switch_off.html", club=club)
 
 
 def switch_module(

@@ -1,31 +1,122 @@
-"""Deliveries in the Webhooks tab: a delivery's attempts, Retry, and Send test."""
+"""Deliveries in the Webhooks tab: an endpoint's deliveries page by page, a delivery's
+attempts, Retry, and Send test."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from clubwire.domain import jobs
+from clubwire.domain import delivery_pages, jobs
+from clubwire.domain.delivery_pages import Cursor, Filters
 from clubwire.services import attempts, deliveries, endpoints, pings, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import security, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff
 
 DELIVERY = "/settings/{slug}/deliveries/{delivery_id}"
+DELIVERIES = f"{ui_webhooks.ENDPOINT}/deliveries"
+
+
+class DeliveryFilters(ui_base.FormFields):
+    """The filters of the deliveries page, a GET form (so a page's address can be shared and
+    reloaded), and the page's cursor: ``older`` or ``newer`` than a delivery."""
+
+    status: str = ""
+    event: str = ""
+    since: str = ""
+    until: str = ""
+    older: str = ""
+    newer: str = ""
+
+    def errors(self) -> dict[str, str]:
+        """Each field's message; ``page`` for a cursor that is not one of ours."""
+        return self.unstorable() or ui_base.field_errors(
+            status=lambda: delivery_pages.status(self.status),
+            event=lambda: delivery_pages.kind(self.event),
+            since=lambda: delivery_pages.since(self.since),
+            until=lambda: delivery_pages.until(self.until),
+            page=lambda: (self.cursor(self.older), self.cursor(self.newer)),
+        )
+
+    def filters(self) -> Filters:
+        return Filters(
+            delivery_pages.status(self.status),
+            delivery_pages.kind(self.event),
+            delivery_pages.since(self.since),
+            delivery_pages.until(self.until),
+        )
+
+    @staticmethod
+    def cursor(value: str) -> Cursor | None:
+        return Cursor.decode(value) if value else None
+
+    def link(self, path: str, direction: str = "", cursor: Cursor | None = None) -> str:
+        """The address of this page's filters, on the page ``direction`` of ``cursor``."""
+        fields = {"status": self.status, "event": self.event}
+        fields |= {"since": self.since, "until": self.until}
+        if cursor is not None:
+            fields[direction] = cursor.encode()
+        query = urlencode({key: value for key, value in fields.items() if value})
+        return f"{path}?{query}" if query else path
 
 
 def router() -> APIRouter:
     api = ui_base.router()
+    api.add_api_route(DELIVERIES, deliveries_page, methods=["GET"])
     api.add_api_route(DELIVERY, delivery_page, methods=["GET"])
     api.add_api_route(f"{DELIVERY}/retry", retry, methods=["POST"])
     api.add_api_route(f"{ui_webhooks.ENDPOINT}/test", send_test, methods=["POST"])
     return api
+
+
+def deliveries_page(
+    request: Request,
+    staff: Staff,
+    slug: str,
+    endpoint_id: str,
+    typed: Annotated[DeliveryFilters, Query()],
+) -> Response:
+    """An endpoint's deliveries, newest first, filtered, a keyset page at a time; typed
+    filters that cannot be read are shown again with their messages (and no rows)."""
+    found = typed.errors()
+    with ui_base.transaction(request) as session:
+        club = ui_base.club_for(session, staff, slug)
+        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+        page = None
+        if not found:
+            page = deliveries.page_of_deliveries(
+                session,
+                club.id,
+                endpoint.id,
+                typed.filters(),
+                older_than=typed.cursor(typed.older),
+                newer_than=typed.cursor(typed.newer),
+            )
+        path = request.url.path
+        return ui_base.page(
+            request,
+            "deliveries.html",
+            422 if found else 200,
+            club=club,
+            endpoint=endpoint,
+            typed=typed,
+            errors=found,
+            page=page,
+            tests=pings.outcomes(session, page.rows) if page else {},
+            here=f"{path}?{request.url.query}" if request.url.query else path,
+            older=page and page.older and typed.link(path, "older", page.older),
+            newer=page and page.newer and typed.link(path, "newer", page.newer),
+            newest=(typed.older or typed.newer) and typed.link(path),
+            STATUSES=delivery_pages.STATUSES,
+            KINDS=delivery_pages.KINDS,
+        )
 
 
 def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -> Response:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire.domain import rates
-from clubwire.services import deliveries, endpoints
+from clubwire.services import deliveries, endpoints, pings
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
 from clubwire.web import replay_notice, security, ui_base, ui_emails
@@ -58,6 +58,7 @@ class EndpointView:
     endpoint: Endpoint
     recent: Sequence[Delivery]
     skipped: int
+    tests: Mapping[str, pings.PingOutcome]  # the Send tests among ``recent``, by delivery id
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +92,18 @@ def tab_url(club: Club, endpoint_id: str | None = None) -> str:
 
 def views(session: Session, club_id: str) -> list[EndpointView]:
     return [
-        EndpointView(
-            endpoint,
-            deliveries.list_deliveries(session, club_id, endpoint.id, limit=RECENT_DELIVERIES),
-            0 if endpoint.enabled else endpoints.count_skipped(session, club_id, endpoint.id),
-        )
-        for endpoint in endpoints.list_endpoints(session, club_id)
+        _view(session, club_id, endpoint) for endpoint in endpoints.list_endpoints(session, club_id)
     ]
+
+
+def _view(session: Session, club_id: str, endpoint: Endpoint) -> EndpointView:
+    recent = deliveries.list_deliveries(session, club_id, endpoint.id, limit=RECENT_DELIVERIES)
+    return EndpointView(
+        endpoint,
+        recent,
+        0 if endpoint.enabled else endpoints.count_skipped(session, club_id, endpoint.id),
+        pings.outcomes(session, recent),
+    )
 
 
 def webhooks_page(
