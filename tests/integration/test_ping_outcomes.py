@@ -35,14 +35,19 @@ def _record(
         records.record(session, [result], EPOCH)
 
 
-def test_each_send_test_reads_as_a_test_with_its_outcome(
-    sessions: sessionmaker[Session], settings: Settings
-) -> None:
+def _club_with_one_delivery(sessions: sessionmaker[Session], settings: Settings) -> tuple[str, str]:
+    """A club and its endpoint with one real delivery; their ids."""
     with sessions.begin() as session:
         club = make_club(session)
         endpoint, _ = make_endpoint(session, club, settings)
         events.publish(session, club, "registration.created", registration(), EPOCH)
-        club_id, endpoint_id = club.id, endpoint.id
+        return club.id, endpoint.id
+
+
+def test_each_send_test_reads_as_a_test_with_its_outcome(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    club_id, endpoint_id = _club_with_one_delivery(sessions, settings)
     passed, failed, refused, sending = (_test_job(sessions, club_id, endpoint_id) for _ in range(4))
     _record(sessions, passed, True, 200, None)
     _record(sessions, failed, False, 500, None)
@@ -66,11 +71,7 @@ def test_each_send_test_reads_as_a_test_with_its_outcome(
 def test_without_send_tests_nothing_is_read(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
-    with sessions.begin() as session:
-        club = make_club(session)
-        endpoint, _ = make_endpoint(session, club, settings)
-        events.publish(session, club, "registration.created", registration(), EPOCH)
-        club_id, endpoint_id = club.id, endpoint.id
+    club_id, endpoint_id = _club_with_one_delivery(sessions, settings)
     with sessions() as session:
         shown = deliveries.list_deliveries(session, club_id, endpoint_id)
         assert len(shown) == 1
