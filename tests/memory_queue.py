@@ -5,7 +5,7 @@ operations as ``storage.queue`` (the ``connection`` argument unused), on plain d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -153,9 +153,6 @@ class MemoryQueue(Queue):
             if head.next_due_at is not None
         ]
         return min((t for t in times if t is not None), default=None)
-
-    async def listen(self, url: str, wake: Callable[[Collection[str] | None], None]) -> None:
-        raise NotImplementedError("nothing listens in memory")
 
     def _earliest(self, endpoint_id: str) -> datetime | None:
         due = [

@@ -15,11 +15,14 @@ loses at most that much; a write per line cost the API ~20 % of its throughput).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import io
 import logging
 import sys
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal, TextIO
+from typing import BinaryIO, Literal, TextIO
 
 import orjson
 
@@ -32,12 +35,14 @@ LEVELS: dict[Level, int] = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+BUFFER_SIZE = 1 << 16  # bytes of event lines held before they are written, at most
 FLUSH_AFTER = 0.1  # seconds: event lines written in an event loop wait at most this long
 _OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_APPEND_NEWLINE
 _NAMES = {number: name for name, number in LEVELS.items()} | {logging.CRITICAL: "critical"}
 _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.asgi")
 
 _fallback = logging.getLogger("clubwire.events")
+_buffers: weakref.WeakKeyDictionary[io.RawIOBase, io.BufferedWriter] = weakref.WeakKeyDictionary()
 
 
 class JsonFormatter(logging.Formatter):
@@ -93,7 +98,7 @@ def _writer(stream: TextIO) -> Callable[[bytes], None]:
     lock keeps lines from threads whole), else as text. In an event loop lines are flushed
     ``FLUSH_AFTER`` seconds after the first one (or when the buffer fills), so that a busy
     server makes one system call for many lines, not one per request."""
-    binary = getattr(stream, "buffer", None)
+    binary = _buffered(getattr(stream, "buffer", None))
     if binary is None:
 
         def write_text(line: bytes) -> None:
@@ -122,6 +127,18 @@ def _writer(stream: TextIO) -> Callable[[bytes], None]:
         loop.call_later(FLUSH_AFTER, flush)
 
     return write
+
+
+def _buffered(binary: BinaryIO | None) -> BinaryIO | None:
+    """``binary``, or where it is unbuffered (standard error is: one system call a line), a
+    buffer over the same file descriptor, one for each stream, flushed at exit too."""
+    if not isinstance(binary, io.RawIOBase):
+        return binary
+    if binary not in _buffers:
+        raw = io.FileIO(binary.fileno(), "wb", closefd=False)
+        _buffers[binary] = io.BufferedWriter(raw, BUFFER_SIZE)
+        atexit.register(_buffers[binary].flush)
+    return _buffers[binary]
 
 
 def enabled(level: int = logging.INFO) -> bool:

@@ -8,9 +8,10 @@ little later) only costs a worker one look."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 import psycopg
@@ -25,7 +26,7 @@ from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
-from clubwire.storage.queue import postgres
+from clubwire.storage.queue import postgres, sqlite
 from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800))
@@ -173,3 +174,63 @@ def test_a_lane_given_back_with_work_due_is_told_to_listening_workers(
             claims.give_back(session, [busy, done], TOKEN, EPOCH)
         notices = list(listener.notifies(timeout=2, stop_after=2))
     assert [notice.payload for notice in notices] == [busy]
+
+
+def test_the_sqlite_worker_is_woken_by_other_connections_commits_only(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Its own records (on the link's records connection) do not wake it; a publish on any
+    other connection does."""
+    if not settings.is_sqlite:
+        pytest.skip("PostgreSQL's workers are woken by NOTIFY")
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, settings)
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+
+    def publish() -> None:
+        with sessions.begin() as session:
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+
+    assert asyncio.run(_wake_ups(sessions, publish)) == [None, None]
+
+
+async def _wake_ups(
+    sessions: sessionmaker[Session], publish: Callable[[], None]
+) -> list[Collection[str] | None]:
+    """The link's wake-ups: at the start, after three writes on its records' thread (as a
+    worker records and gives lanes back), and after ``publish``."""
+    link = claims.link(sessions)
+    woken: list[Collection[str] | None] = []
+    listening = asyncio.create_task(link.listen(woken.append))
+    try:
+        await _settled(woken, 1)  # at the start, any may have work
+        for _ in range(3):
+            await link.recording(_lease_all, link.sessions)
+        await _settled(woken, 1)
+        publish()
+        await _settled(woken, 2)
+    finally:
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
+        link.close()
+    return woken
+
+
+def _lease_all(sessions: sessionmaker[Session]) -> None:
+    """Lease the due lane and give it back: two writes."""
+    with sessions.begin() as session:
+        (lane,) = claims.take_lanes(session, EPOCH, EPOCH + LEASE, TOKEN, 10)
+    with sessions.begin() as session:
+        claims.give_back(session, [lane.endpoint_id], TOKEN, EPOCH)
+
+
+async def _settled(woken: list[Collection[str] | None], count: int) -> None:
+    """Until ``woken`` holds ``count`` wake-ups, then a few more looks for any extra one."""
+    for _ in range(200):
+        if len(woken) >= count:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(sqlite.CHECK_EVERY * 5)
+    assert len(woken) == count

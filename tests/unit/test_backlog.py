@@ -11,7 +11,7 @@ from clubwire.worker.lanes import BACKLOG_ROUNDS, backlog_rounds
 @pytest.mark.parametrize(
     ("lease", "timeout", "rounds"),
     [
-        (60, 10, BACKLOG_ROUNDS),  # the defaults: wait two rounds, then 10 s of its own
+        (60, 10, BACKLOG_ROUNDS),  # the defaults: wait four rounds, then 10 s of its own
         (25, 10, 1),
         (20, 10, 1),
         (19.9, 10, 0),  # no room to wait: claimed jobs beyond the limit are given back

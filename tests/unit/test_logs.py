@@ -6,6 +6,7 @@ import asyncio
 import io
 import logging
 from datetime import datetime
+from pathlib import Path
 
 import orjson
 import pytest
@@ -70,24 +71,28 @@ def test_without_configure_events_go_through_standard_logging(
     assert '"outcome":"succeeded"' in logs.JsonFormatter().format(record)
 
 
+@pytest.mark.parametrize("buffering", [0, 1 << 16], ids=["unbuffered", "buffered"])
 def test_in_an_event_loop_lines_are_flushed_together_shortly_after(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, buffering: int
 ) -> None:
+    """Standard error is unbuffered: it gets a buffer of its own, or every line would be a
+    system call."""
     monkeypatch.setattr(logs, "FLUSH_AFTER", 0.01)
-    raw = io.BytesIO()
-    stream = io.TextIOWrapper(io.BufferedWriter(raw, buffer_size=1 << 16))
+    path = tmp_path / "stderr"
+    with path.open("wb", buffering=buffering) as binary:
+        stream = io.TextIOWrapper(binary, write_through=True)
 
-    async def two_lines() -> tuple[bytes, bytes]:
-        logs.event("request", {"status": 200})
-        logs.event("request", {"status": 404})
-        before = raw.getvalue()
-        await asyncio.sleep(0.05)
-        return before, raw.getvalue()
+        async def two_lines() -> tuple[bytes, bytes]:
+            logs.event("request", {"status": 200})
+            logs.event("request", {"status": 404})
+            before = path.read_bytes()
+            await asyncio.sleep(0.05)
+            return before, path.read_bytes()
 
-    with capturing(monkeypatch, "info", stream):
-        before, after = asyncio.run(two_lines())
-        logs.event("pruned", {"events": 1})  # no loop: at once
-        outside = raw.getvalue()
+        with capturing(monkeypatch, "info", stream):
+            before, after = asyncio.run(two_lines())
+            logs.event("pruned", {"events": 1})  # no loop: at once
+            outside = path.read_bytes()
     assert before == b""
     assert [orjson.loads(line)["status"] for line in after.splitlines()] == [200, 404]
     assert orjson.loads(outside.splitlines()[-1])["event"] == "pruned"

@@ -9,12 +9,10 @@ claimed again (at least once).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, ids
 from clubwire.domain import event_catalog
@@ -22,9 +20,9 @@ from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services import events as event_service
-from clubwire.storage import queue
+from clubwire.storage import database, queue
 from clubwire.storage.models import Club, Delivery
-from clubwire.storage.queue import Lane
+from clubwire.storage.queue import Lane, Link
 
 
 def take_lanes(
@@ -87,10 +85,10 @@ def next_due(session: Session, now: datetime) -> datetime | None:
     return queue.of(connection.dialect.name).next_due(connection, now)
 
 
-def listen(url: str, wake: Callable[[Collection[str] | None], None]) -> Coroutine[Any, Any, None]:
-    """Call ``wake`` with the endpoints that changed (None: any may have), until cancelled:
-    ``NOTIFY`` on PostgreSQL, any commit to the file on SQLite."""
-    return queue.of(make_url(url).get_backend_name()).listen(url, wake)
+def link(sessions: sessionmaker[Session]) -> Link:
+    """The worker's way to the queue: the threads and sessions of its statements, and its
+    wake-up (``NOTIFY`` on PostgreSQL, another connection's commit on SQLite)."""
+    return queue.of(database.url_of(sessions).get_backend_name()).link(sessions)
 
 
 def create_test_job(

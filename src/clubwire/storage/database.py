@@ -11,6 +11,7 @@ import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import Pool
 
 from clubwire.errors import ConfigurationError
 from clubwire.settings import Settings
@@ -60,7 +61,13 @@ def engine_for(settings: Settings, worker: bool = False) -> Engine:
     require_sqlite(sqlite3.sqlite_version_info)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, hide_parameters=True)
+    return sqlite_engine(url)
+
+
+def sqlite_engine(url: URL, pool: type[Pool] | None = None) -> Engine:
+    """An engine on the SQLite file at ``url`` (WAL, foreign keys, a busy timeout), with the
+    default pool unless ``pool`` is given."""
+    engine = create_engine(url, hide_parameters=True, poolclass=pool)
     event.listen(engine, "connect", _sqlite_on_connect)
     return engine
 
@@ -113,3 +120,9 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: object) -> None:
 def sessions(engine: Engine) -> sessionmaker[Session]:
     """The session factory: use ``with sessions.begin() as session:`` for one transaction."""
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def url_of(sessions: sessionmaker[Session]) -> URL:
+    """The database URL of a session factory made by ``sessions``."""
+    engine: Engine = sessions.kw["bind"]
+    return engine.url

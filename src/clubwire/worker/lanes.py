@@ -21,7 +21,7 @@ from clubwire.domain.jobs import Job, Result
 from clubwire.settings import Settings
 from clubwire.storage.queue import Lane as Leased
 
-BACKLOG_ROUNDS = 2
+BACKLOG_ROUNDS = 4
 LANE_TURN = 5.0
 RATE_SECONDS = 2
 

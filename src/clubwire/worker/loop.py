@@ -4,10 +4,10 @@ runner per allowed attempt in flight, each sending its lane's jobs one after ano
 attempt judged once), **record** (in batches, by one task; a batch one row spoils is
 recorded row by row), and **give back** (a lane, once all its attempts are recorded).
 
-The worker is woken by the queue (``NOTIFY`` naming endpoints on PostgreSQL, any commit to
-the file on SQLite); idle, it sleeps until the earliest lane is due or a leased lane's lease
-runs out. Database work runs on a thread of its own (on PostgreSQL, claims and records on
-one each).
+The worker is woken by the queue (``NOTIFY`` naming endpoints on PostgreSQL, another
+connection's commit to the file on SQLite); idle, it sleeps until the earliest lane is due or
+a leased lane's lease runs out. Database work runs on the queue's threads (``claims.link``):
+claims (reads), leases and records, each database sharing them out its own way.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import ParamSpec, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,9 +35,6 @@ RECORD_INTERVAL = 0.02
 SAFETY_POLL = 30.0  # the longest an idle worker sleeps without being woken
 RETRY_AFTER_ERROR = 1.0
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
 
 class Worker:
     def __init__(
@@ -50,7 +45,6 @@ class Worker:
         clock: Callable[[], datetime] = timestamps.utc_now,
     ) -> None:
         self._settings = settings
-        self._sessions = sessions
         self._attempter = attempter
         self._clock = clock
         self._schedule = RetrySchedule(settings.retry_schedule)
@@ -58,14 +52,7 @@ class Worker:
         self._lease = timedelta(seconds=settings.lease_seconds)
         self._attempt_span = timedelta(seconds=settings.attempt_timeout)
         self._token = ids.new_id("wkr")
-        self._db = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
-        # PostgreSQL: records overlap claims (they touch disjoint rows). SQLite has one
-        # writer anyway, so both share the one thread there.
-        self._record_db = (
-            self._db
-            if settings.is_sqlite
-            else ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
-        )
+        self._link = claims.link(sessions)
         self._lanes = LanePolicy(Limits.of(settings))
         self._gate = asyncio.Semaphore(settings.max_in_flight)
         self._runners: set[asyncio.Task[None]] = set()
@@ -77,7 +64,7 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Deliver until ``stop`` is set; then finish the attempts in flight, record them and
         give every lane back."""
-        queue_listener = claims.listen(self._settings.sqlalchemy_url, self.wake)
+        queue_listener = self._link.listen(self.wake)
         helpers = [asyncio.create_task(self._record_loop()), asyncio.create_task(queue_listener)]
         try:
             while not stop.is_set():
@@ -88,8 +75,7 @@ class Worker:
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
-            self._db.shutdown(wait=True)
-            self._record_db.shutdown(wait=True)
+            self._link.close()
 
     def wake(self, endpoint_ids: Collection[str] | None = None) -> None:
         """Endpoints may have deliveries due (None: any may); see ``LanePolicy.wake``."""
@@ -119,12 +105,12 @@ class Worker:
         leased = []
         if asked[0] or renew:
             until = now + self._lease
-            leased = await self._in_db(self._db, self._take_lanes, now, until, asked, renew)
+            leased = await self._link.leasing(self._take_lanes, now, until, asked, renew)
             self._lanes.held(leased, renew, asked, loop.time(), until)
         wants = self._lanes.wants()
         if wants:
             held = self._lanes.held_ids()
-            jobs = await self._in_db(self._db, self._claim_jobs, now, wants, held)
+            jobs = await self._link.claiming(self._claim_jobs, now, wants, held)
             for endpoint_id in self._lanes.deal(jobs, wants):
                 runner = asyncio.create_task(self._run_lane(endpoint_id))
                 self._runners.add(runner)
@@ -208,7 +194,7 @@ class Worker:
         if self._lanes.lanes:  # busy: its runners wake it, and each turn's end looks again
             return self._lanes.limits.turn
         try:
-            due = await self._in_db(self._db, self._next_due)
+            due = await self._link.claiming(self._next_due)
         except Exception:
             log.exception("reading when deliveries are next due failed")
             return RETRY_AFTER_ERROR
@@ -239,10 +225,10 @@ class Worker:
             batch, self._results = self._results, []
             try:
                 if batch:
-                    await self._in_db(self._record_db, self._record, batch)
+                    await self._link.recording(self._record, batch)
                 self._lanes.recorded(batch)
                 if done:
-                    await self._in_db(self._record_db, self._give_back, done)
+                    await self._link.recording(self._give_back, done)
             except BaseException:
                 self._results[:0] = batch
                 self._lanes.given_back(done, ok=False)
@@ -253,16 +239,6 @@ class Worker:
 
     # -- the database, on its own thread ----------------------------------------------------
 
-    async def _in_db(
-        self,
-        executor: ThreadPoolExecutor,
-        function: Callable[P, T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(executor, lambda: function(*args, **kwargs))
-
     def _take_lanes(
         self,
         now: datetime,
@@ -271,23 +247,23 @@ class Worker:
         renew: list[str],
     ) -> list[Leased]:
         count, named = asked
-        with self._sessions.begin() as session:
+        with self._link.sessions.begin() as session:
             return claims.take_lanes(session, now, until, self._token, count, named, renew)
 
     def _claim_jobs(self, now: datetime, wants: Wants, held: set[str]) -> list[Job]:
-        with self._sessions() as session:
+        with self._link.sessions() as session:
             return claims.claim(session, now, self._token, wants, held)
 
     def _next_due(self) -> datetime | None:
-        with self._sessions() as session:
+        with self._link.sessions() as session:
             return claims.next_due(session, self._clock())
 
     def _give_back(self, endpoint_ids: list[str]) -> None:
-        with self._sessions.begin() as session:
+        with self._link.sessions.begin() as session:
             claims.give_back(session, endpoint_ids, self._token, self._clock())
 
     def _record(self, results: list[Result]) -> None:
         now = self._clock()
-        batch = records.record_batch(self._sessions, results, self._schedule, now, self._mail)
+        batch = records.record_batch(self._link.sessions, results, self._schedule, now, self._mail)
         for refused in batch:
             records.tell_refused(refused)

@@ -20,11 +20,13 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job, Result
 from clubwire.storage import tables
 from clubwire.storage.queue import rows
+from clubwire.storage.queue.link import Link
 from clubwire.storage.types import UTCDateTime
 
 _h = tables.queue_heads.c
@@ -257,9 +259,8 @@ class Queue:
         if endpoint_ids:
             connection.execute(_REFRESH, {"endpoints": list(endpoint_ids)})
 
-    async def listen(self, url: str, wake: Callable[[Collection[str] | None], None]) -> None:
-        """Call ``wake`` with the endpoints that changed (None: any may have), until
-        cancelled."""
+    def link(self, sessions: sessionmaker[Session]) -> Link:
+        """The worker's way to the queue, on the database of ``sessions``."""
         raise NotImplementedError
 
     def next_due(self, connection: Connection, now: datetime) -> datetime | None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import psycopg
 from sqlalchemy import Connection, text
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.storage import database
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Queue, Row
+from clubwire.storage.queue.link import Link, Wake
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +94,24 @@ class PostgresQueue(Queue):
         found = connection.execute(_JOBS, {"wants": document, "now": now, "held": list(held)})
         return [tuple(row) for row in found]
 
-    async def listen(self, url: str, wake: Callable[[Collection[str] | None], None]) -> None:
+    def link(self, sessions: sessionmaker[Session]) -> Link:
+        return PostgresLink(sessions)
+
+
+class PostgresLink(Link):
+    """Claims and leases on one thread, records on another (they touch disjoint rows, so
+    records overlap claims), woken by ``NOTIFY``."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        claims = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
+        records = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
+        super().__init__(sessions, claims, claims, records)
+
+    async def listen(self, wake: Wake) -> None:
         """Each notification names the endpoints that changed; on (re)connecting, any may
         have."""
-        conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        url = database.url_of(self.sessions).set(drivername="postgresql")
+        conninfo = url.render_as_string(hide_password=False)
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:

@@ -1,24 +1,30 @@
 """The delivery queue on SQLite: one statement per lane (no ``LATERAL``), results recorded
-from JSON documents, and the one worker woken by any commit to the database file, seen by
-``PRAGMA data_version`` (a read of shared memory: microseconds), whichever process made it."""
+from JSON documents, and the one worker woken by another connection's commit to the database
+file, seen by ``PRAGMA data_version`` (a read of shared memory: microseconds), whichever
+process made it."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from sqlalchemy import Connection, text
 from sqlalchemy.dialects.sqlite import insert
-from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import SingletonThreadPool
 
+from clubwire.storage import database
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Queue, Row
+from clubwire.storage.queue.link import Link, Wake
 
 # How often the worker looks for another connection's commit: a publish waits half of it,
 # on average, before the worker sees it.
 CHECK_EVERY = 0.02
+DATA_VERSION = "PRAGMA data_version"
 
 
 _JOBS = text(
@@ -85,15 +91,48 @@ class SqliteQueue(Queue):
             found += [tuple(row) for row in connection.execute(_JOBS, values)]
         return found
 
-    async def listen(self, url: str, wake: Callable[[Collection[str] | None], None]) -> None:
-        """Any commit by another connection (this process's web requests, the CLI, a
-        second ``serve``) may have made deliveries due."""
-        path = make_url(url).database or "clubwire.db"
+    def link(self, sessions: sessionmaker[Session]) -> Link:
+        return SqliteLink(sessions)
+
+
+class SqliteLink(Link):
+    """Claims (reads) on a thread and a connection of their own, so that a claim never waits
+    behind a write (WAL lets one connection read while another writes); leases and records,
+    the worker's writes, on another. SQLite has one writer at a time: with all of the
+    worker's writes on one connection, they never wait for one another, and that
+    connection's data version changes with other connections' commits only."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._engine = database.sqlite_engine(database.url_of(sessions), SingletonThreadPool)
+        claims = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
+        writes = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-write")
+        super().__init__(database.sessions(self._engine), claims, writes, writes)
+
+    async def listen(self, wake: Wake) -> None:
+        """Another connection's commit (this process's web requests, the CLI, a second
+        ``serve``) may have made deliveries due. A connection of the listener's own sees any
+        commit, the worker's too, in microseconds; only then is the writes' connection asked,
+        whose data version changes with other connections' commits only, so that the
+        worker's own leases and records do not wake it for nothing."""
+        path = database.url_of(self.sessions).database or "clubwire.db"
         with sqlite3.connect(path, check_same_thread=False) as watch:
-            seen = None
+            any_seen = others_seen = None
             while True:
-                version = watch.execute("PRAGMA data_version").fetchone()[0]
-                if version != seen:
-                    seen = version
-                    wake(None)
+                version = watch.execute(DATA_VERSION).fetchone()[0]
+                if version != any_seen:
+                    any_seen = version
+                    others = await self.recording(self._data_version)
+                    if others != others_seen:
+                        others_seen = others
+                        wake(None)
                 await asyncio.sleep(CHECK_EVERY)
+
+    def close(self) -> None:
+        super().close()
+        self._engine.dispose()
+
+    def _data_version(self) -> int:
+        """The data version on the writes' thread's connection."""
+        with self._engine.connect() as connection:
+            version: int = connection.exec_driver_sql(DATA_VERSION).scalar_one()
+            return version
