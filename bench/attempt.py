@@ -1,14 +1,15 @@
 """What does one webhook attempt cost beyond aiohttp's own request, with no database?
 
-The delivery benchmark (``bench/delivery.py``) prices the whole worker against a bare sender;
-on a two-core machine its rates move by 20–30 % between identical runs. This one isolates the
-attempt step (``services.attempts.Attempter.attempt``: open the secret, sign, send through
-``services.outbound.Sender`` with its address checks and capped reading, judge the verdict,
-the log line and the metrics) and prices it against a bare aiohttp session posting the same
-body with the same headers and a fresh signature, in the same process and event loop
-(uvloop), to the same receiver (``bench/receiver.py``: TLS, one port per endpoint), with the
-same concurrency (16 in flight to each of 5 endpoints). Process CPU time per request is
-steady to about 1 % between rounds, so small changes to the attempt step show.
+The delivery benchmark (``bench/delivery.py``) prices the whole worker against a bare
+sender; on a two-core machine its rates move by 20–30 % between identical runs. This one
+isolates the attempt step (``services.attempts.Attempter.attempt``: open the secret, sign,
+send through ``services.outbound.Sender`` with its address checks and capped reading, judge
+the verdict, the log line and the metrics) and prices it against a bare aiohttp session
+posting the same body with the same headers (ours and Standard Webhooks'), signed afresh, in
+the same process and event loop (uvloop), to the same receiver (``bench/receiver.py``: TLS,
+one port per endpoint), with the same concurrency (16 in flight to each of 5 endpoints).
+Process CPU time per request is steady to about 1 % between rounds, so small changes to the
+attempt step show.
 
 Three kinds of run, in alternation, ``--rounds`` times: ``bare``; ``sender`` (our Sender
 with bare signing: the cost of its safety rules); ``attempt`` (the whole step, logging at
@@ -34,11 +35,12 @@ from pathlib import Path
 import aiohttp
 import uvloop
 
-from clubwire import logs, signing
+import bare_sender
+from clubwire import logs
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job
 from clubwire.domain.sealing import Sealer
-from clubwire.services.attempts import USER_AGENT, attempter
+from clubwire.services.attempts import attempter
 from clubwire.services.outbound import Sender
 from clubwire.settings import Settings
 from harness import exit_status
@@ -60,14 +62,7 @@ Send = Callable[[str, int], Awaitable[None]]  # one request to ``url``, number `
 
 
 def bare_headers(n: int) -> dict[str, str]:
-    return {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "X-Service-Event": "registration.created",
-        "X-Service-Delivery": f"dlv_{n:024d}",
-        signing.HEADER: signing.sign(SECRET, int(time.time()), BODY),
-        "Accept-Encoding": "identity",
-    }
+    return bare_sender.bare_headers("registration.created", f"dlv_{n:024d}", SECRET, BODY)
 
 
 async def bare(settings: Settings, run: Callable[[Send], Awaitable[None]]) -> None:

@@ -22,6 +22,7 @@ import uvloop
 from sqlalchemy import select
 
 from clubwire import signing
+from clubwire.domain import event_catalog, standard_signing
 from clubwire.services.attempts import USER_AGENT
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint, Event
@@ -59,14 +60,18 @@ def load_jobs(bed: Bed, clubs_: Clubs, since: datetime) -> list[BareJob]:
         ]
 
 
-def bare_headers(job: BareJob) -> dict[str, str]:
-    """What the worker sends (DESIGN §6), signed now."""
+def bare_headers(kind: str, delivery_id: str, secret: str, body: bytes) -> dict[str, str]:
+    """What the worker sends (DESIGN §6, and Standard Webhooks' headers beside them, ADR
+    0011), signed now: the same request on the wire, so its cost is on both sides."""
+    timestamp = int(time.time())
+    message_id = event_catalog.id_of(body) or delivery_id
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        "X-Service-Event": job.kind,
-        "X-Service-Delivery": job.delivery_id,
-        signing.HEADER: signing.sign(job.secret, int(time.time()), job.body),
+        "X-Service-Event": kind,
+        "X-Service-Delivery": delivery_id,
+        signing.HEADER: signing.sign(secret, timestamp, body),
+        **standard_signing.headers(secret, message_id, timestamp, body),
         "Accept-Encoding": "identity",
     }
 
@@ -108,7 +113,10 @@ async def lane(
         async with gate:
             try:
                 async with session.post(
-                    job.url, data=job.body, headers=bare_headers(job), allow_redirects=False
+                    job.url,
+                    data=job.body,
+                    headers=bare_headers(job.kind, job.delivery_id, job.secret, job.body),
+                    allow_redirects=False,
                 ) as response:
                     await response.read()
                     failures[not 200 <= response.status < 300] += 1

@@ -13,10 +13,10 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   nor the publishing counts;
 - **the ceiling**: in the same run, a bare aiohttp sender (in this process, on the same
   event loop the worker uses (uvloop), same TLS trust, keep-alive, same limits in flight:
-  ``max_in_flight`` in all and ``max_in_flight_per_endpoint`` per endpoint, same headers with
-  a fresh HMAC signature per request) posts the very same stored bodies to the same receiver,
-  measured the same way. The ratio ours/bare is what the worker's own work costs (claiming,
-  recording, bookkeeping), independent of how fast the machine is;
+  ``max_in_flight`` in all and ``max_in_flight_per_endpoint`` per endpoint, the same headers
+  (ours and Standard Webhooks') signed afresh per request) posts the very same stored bodies
+  to the same receiver, measured the same way. The ratio ours/bare is what the worker's own
+  work costs (claiming, recording, bookkeeping), independent of how fast the machine is;
 - **latency at light load**: with a worker started and idle, one event every 20 ms for 200
   events to a club with one endpoint; latency is the receiver's arrival time minus the time
   the publishing transaction committed (one machine, one clock). PostgreSQL workers are woken
