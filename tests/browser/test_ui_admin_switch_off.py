@@ -1,5 +1,6 @@
 """The superadmin's Switch off in a real browser: a question first, saying what stops and
-what is kept; Cancel changes nothing; the answer switches off (issue 15, item 4)."""
+what is kept; Cancel changes nothing; the answer switches off and says so (issue 15, items 4
+and 1)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,9 @@ def test_switch_off_asks_first_and_cancel_changes_nothing(
     granite.get_by_role("button", name=re.compile("^Switch off")).click()
     page.locator("section.confirm").get_by_role("button", name="Switch off").click()
     expect(page).to_have_url(f"{base_url}/admin#club-granite")
+    expect(page.get_by_role("status")).to_have_text(
+        "Webhooks & API switched off for Granite Curling Club."
+    )
     expect(granite.locator(".state")).to_have_text("Off")
     assert not _enabled(sessions)
     # Switching on again asks nothing.

@@ -42,7 +42,7 @@ def test_a_failed_send_test_reads_as_a_test_not_a_dead_delivery(
         page.goto(f"{base_url}/settings/granite/webhooks")
         page.locator(f"#test-{endpoint_id}").click()
         card = page.locator(f"#endpoint-{endpoint_id}")
-        expect(card.get_by_role("status")).to_have_text(
+        expect(page.get_by_role("status").locator(f"#endpoint-{endpoint_id}-test")).to_have_text(
             re.compile(r"^Send test: failed: the receiver answered 500")
         )
     row = card.locator("table.deliveries tbody tr")

@@ -103,7 +103,8 @@ def test_an_endpoint_is_added_tested_switched_edited_rotated_and_deleted(
     assert SECRET.fullmatch(secret)
     warning = page.locator("section.secret .warning")
     expect(warning).to_contain_text("Copy it now.")
-    expect(warning).to_contain_text(f"the only time the signing secret of {receiver.url}")
+    expect(warning).to_contain_text("the only time this signing secret is shown")
+    expect(page.locator("#flash-endpoint-created")).to_have_text(f"Endpoint {receiver.url} added.")
     expect(page.locator("section.secret").get_by_role("button", name="Copy")).to_be_visible()
     card = page.locator("article.endpoint")
     endpoint_id = (card.get_attribute("id") or "").removeprefix("endpoint-")
@@ -112,7 +113,7 @@ def test_an_endpoint_is_added_tested_switched_edited_rotated_and_deleted(
         ["registration.created", re.compile("Enabled on"), "never", "0 of 5", "no limit"]
     )
 
-    # Send test: a signed ping, its outcome shown in the card.
+    # Send test: a signed ping, its outcome told at the top of the page.
     page.locator(f"#test-{endpoint_id}").click()
     expect(page.locator(f"#endpoint-{endpoint_id}-test")).to_have_text(
         re.compile(r"^Send test: 200 in \d+ ms$")
@@ -180,6 +181,9 @@ def test_an_endpoint_is_added_tested_switched_edited_rotated_and_deleted(
     expect(page.locator(".confirm .warning")).to_contain_text("deliveries and their history")
     page.get_by_role("button", name="Delete endpoint").click()
     expect(page).to_have_url(f"{base_url}{TAB}")
+    expect(page.get_by_role("status").locator("#flash-endpoint-deleted")).to_have_text(
+        f"Endpoint {receiver.url}?club=granite deleted, with its deliveries."
+    )
     expect(page.locator("article.endpoint")).to_have_count(0)
     expect(page.get_by_text("This club has no webhook endpoints yet.")).to_be_visible()
 

@@ -27,6 +27,7 @@ from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Endpoint
+from clubwire.web import context
 from clubwire.web.app import create_app
 from clubwire.worker import exposition, running
 from tests import conftest
@@ -112,8 +113,7 @@ def _make_unreachable(client: TestClient, settings: Settings) -> None:
         assert url.database is not None
         Path(url.database).unlink()
         Path(url.database).mkdir()  # "unable to open database file"
-        engine: Engine = client.app_state["engine"]
-        engine.dispose()
+        context.of_scope({"state": client.app_state}).engine.dispose()
         return
     with conftest._admin() as admin:
         admin.execute(f'DROP DATABASE "{url.database}" WITH (FORCE)')
@@ -297,10 +297,10 @@ def test_no_secret_reaches_the_logs(
     with browser(hooks, FakeClock()) as web:
         web.sign_in(ADMIN)
         web.get(tab)
-        created = web.post(tab, {"url": receiver.url, "event": ["registration.created"]})
+        created = web.submit(tab, {"url": receiver.url, "event": ["registration.created"]})
         with sessions() as session:
             endpoint_id = session.scalars(select(Endpoint.id)).one()
-        assert web.post(f"{tab}/{endpoint_id}/test").status_code == 200
+        assert "Send test: 200 in" in web.submit(f"{tab}/{endpoint_id}/test").text
         web.client.get(API, headers={"Authorization": f"Bearer {key}"})
         web.client.get(f"{API}?api_key={key}&token=query-secret-123")
         cookie = web.client.cookies["clubwire_session"]
@@ -502,9 +502,10 @@ def test_prune_deletes_old_history_once_and_says_how_much(
         "events": 1,
         "emails": 0,
         "signInFailures": 0,
+        "flashes": 0,
         "retentionDays": 30,
     }
     assert ok(run("prune")).out == (
         "Deleted 0 attempts, 0 deliveries, 0 events and 0 sent emails older than 30 days, "
-        "and 0 spent counts of failed sign-ins.\n"
+        "0 spent counts of failed sign-ins and 0 stale flashes.\n"
     )

@@ -84,16 +84,13 @@ def test_send_test_shows_the_receivers_code_and_time(
     web: Browser, sessions: sessionmaker[Session], tls: Authority
 ) -> None:
     with serving(tls) as receiver:
-        created = web.post(TAB, {"url": receiver.url, "event": ["registration.created"]})
+        created = web.submit(TAB, {"url": receiver.url, "event": ["registration.created"]})
         (secret,) = re.findall(r"whsec_\w+", created.text)
         with sessions() as session:
             endpoint_id = session.scalars(select(Endpoint.id)).one()
-        response = web.post(f"{TAB}/{endpoint_id}/test")
+        response = web.submit(f"{TAB}/{endpoint_id}/test")
         (request,) = receiver.wait_for(1)
-    assert response.status_code == 200
-    outcome = re.search(
-        r'role="status" id="endpoint-[^"]+-test">Send test: (.*?)</p>', response.text
-    )
+    outcome = re.search(r'ok" id="endpoint-[^"]+-test">Send test: (.*?)</p>', response.text)
     assert outcome is not None
     assert re.fullmatch(r"200 in \d+ ms", outcome.group(1))
     signing.verify(
@@ -133,7 +130,7 @@ def test_send_test_says_what_went_wrong_in_plain_words(
 ) -> None:
     with serving(tls, status=500) as failing:
         endpoint_id = _endpoint(sessions, hooks, failing.url, "granite")
-        response = web.post(f"{TAB}/{endpoint_id}/test")
+        response = web.submit(f"{TAB}/{endpoint_id}/test")
     assert re.search(
         r"Send test: failed: the receiver answered 500 \(after \d+ ms\)", response.text
     )
@@ -147,7 +144,7 @@ def test_each_delivery_names_its_event_and_a_send_test_offers_no_retry(
     dead = _dead_delivery(sessions, hooks, "granite")
     with serving(tls) as receiver:
         endpoint_id = _endpoint(sessions, hooks, receiver.url, "granite")
-        page = web.post(f"{TAB}/{endpoint_id}/test").text
+        page = web.submit(f"{TAB}/{endpoint_id}/test").text
     with sessions() as session:
         (ping,) = session.scalars(select(Delivery.id).where(Delivery.endpoint_id == endpoint_id))
     tested = part(page, f'id="delivery-{ping}"')

@@ -41,7 +41,7 @@ def _keys(sessions: sessionmaker[Session], club_slug: str = "granite") -> list[A
 
 def _create(web: Browser, name: str = "Website", *chosen: str) -> str:
     web.get(TAB)
-    return web.post(TAB, {"name": name, "scope": list(chosen or ["read:programs"])}).text
+    return web.submit(TAB, {"name": name, "scope": list(chosen or ["read:programs"])}).text
 
 
 def test_the_tab_has_a_heading_tabs_and_a_labelled_form(web: Browser) -> None:
@@ -62,8 +62,9 @@ def test_a_new_key_is_shown_once_and_never_again(
     web: Browser, sessions: sessionmaker[Session]
 ) -> None:
     web.get(TAB)
-    created = web.post(TAB, {"name": "Website", "scope": ["read:programs", "read:games"]})
-    assert created.status_code == 200
+    posted = web.post(TAB, {"name": "Website", "scope": ["read:programs", "read:games"]})
+    assert (posted.status_code, posted.headers["location"]) == (303, TAB)
+    created = web.get(TAB)
     assert created.headers["cache-control"] == "no-store"
     (key,) = _keys(sessions)
     full = re.search(rf"cw_live_{key.prefix}_[0-9A-Za-z]+", created.text)
@@ -212,8 +213,7 @@ def test_a_key_made_to_expire_shows_when_then_shows_as_expired(
     web: Browser, sessions: sessionmaker[Session]
 ) -> None:
     web.get(TAB)
-    created = web.post(TAB, {"name": "Season", "scope": ["read:programs"], "expires_in": "90d"})
-    assert created.status_code == 200
+    created = web.submit(TAB, {"name": "Season", "scope": ["read:programs"], "expires_in": "90d"})
     (key,) = _keys(sessions)
     assert key.expires_at == EPOCH + timedelta(days=90)
     row = part(created.text, f'id="key-{key.prefix}"')

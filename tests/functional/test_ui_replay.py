@@ -1,5 +1,5 @@
 """Replay… in the Webhooks tab (issue 14, item 1): form, preview, confirmation, the outcome
-shown once after the redirect, a second submission that replays nothing, and refusals as
+shown once after the redirect (a flash), a second submission that replays nothing, and refusals as
 form errors."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.services import endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
-from clubwire.web import replay_notice
 from tests.factories import EPOCH, FakeClock, make_club, make_endpoint
 from tests.functional.ui_pages import Browser, browser, make_staff, part
 from tests.replaying import make_delivery
@@ -152,9 +151,13 @@ def test_a_replay_without_the_csrf_token_is_refused(
     assert _due(sessions) == 0
 
 
-def test_a_forged_notice_shows_only_a_count(web: Browser, world: World) -> None:
-    web.client.cookies.set(replay_notice.COOKIE, "<b>hi</b>", path=TAB)
-    assert "<b>hi</b>" not in web.get(TAB).text
-    web.client.cookies.set(replay_notice.COOKIE, f"{world.endpoint_id}.3.7", path=TAB)
-    page = web.get(TAB).text
-    assert "Replayed 3 of 7 deliveries; replay again for the rest." in page
+def test_a_capped_replay_says_what_is_left_once(settings: Settings, world: World) -> None:
+    """The outcome travels in a flash of the session (ADR 0014): words our code composed."""
+    with browser(settings.model_copy(update={"replay_limit": 2}), FakeClock()) as web:
+        web.sign_in(ADMIN)
+        web.get(TAB)
+        assert web.post(world.form, WINDOW).status_code == 303
+        first, second = web.get(TAB).text, web.get(TAB).text
+    notice = part(first, f'id="endpoint-{world.endpoint_id}-replayed"', "</p>")
+    assert "Replayed 2 of 5 deliveries; replay again for the rest." in notice
+    assert f'id="endpoint-{world.endpoint_id}-replayed"' not in second

@@ -103,7 +103,7 @@ def test_a_key_name_with_a_nul_is_refused_beside_the_field(
     assert rows(sessions) == before
     no_traceback(caplog)
     created = web.post(KEYS, {"name": "Website", "scope": ["read:programs"]})
-    assert created.status_code == 200
+    assert created.status_code == 303
     assert rows(sessions)["api_keys"] == 1
 
 
@@ -128,7 +128,7 @@ def test_an_endpoint_url_with_a_nul_is_refused_beside_the_field(
     assert 'value="game.updated" checked' in refused.text
     assert rows(sessions) == before
     no_traceback(caplog)
-    assert web.post(HOOKS, {**form, "url": URL}).status_code == 200
+    assert web.post(HOOKS, {**form, "url": URL}).status_code == 303
     assert rows(sessions)["endpoints"] == 2
 
 

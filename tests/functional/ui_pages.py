@@ -45,6 +45,12 @@ class Browser:
         form = {"csrf_token": self.token if token is None else token, **(data or {})}
         return self.client.post(url, data=form)
 
+    def submit(self, url: str, data: FormData | None = None) -> Response:
+        """Post a form that works (answered 303 See Other) and load the page it leads to."""
+        posted = self.post(url, data)
+        assert posted.status_code == 303, posted.text
+        return self.get(posted.headers["location"])
+
     def sign_in(self, email: str, password: str = PASSWORD, next_path: str = "") -> Response:
         self.get("/sign-in")
         response = self.post("/sign-in", {"email": email, "password": password, "next": next_path})

@@ -15,8 +15,8 @@ from clubwire.services import retention
 @cli.command()
 @JSON_OPTION
 def prune(as_json: bool) -> None:
-    """Delete delivery history and sent emails older than CLUBWIRE_RETENTION_DAYS, and spent
-    counts of failed sign-ins, once (workers also do it every 10 minutes)."""
+    """Delete delivery history and sent emails older than CLUBWIRE_RETENTION_DAYS, spent
+    counts of failed sign-ins and stale flashes, once (workers also do it every 10 minutes)."""
     current = settings()
     period = timedelta(days=current.retention_days)
     with session_factory(current) as sessions:
@@ -28,7 +28,8 @@ def prune(as_json: bool) -> None:
     click.echo(
         f"Deleted {pruned.attempts} attempts, {pruned.deliveries} deliveries, {pruned.events} "
         f"events and {pruned.emails} sent emails older than {current.retention_days} days, "
-        f"and {pruned.sign_in_failures} spent counts of failed sign-ins."
+        f"{pruned.sign_in_failures} spent counts of failed sign-ins and {pruned.flashes} "
+        "stale flashes."
     )
 
 

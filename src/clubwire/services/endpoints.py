@@ -161,9 +161,11 @@ def count_skipped(session: Session, club_id: str, endpoint_id: str) -> int:
     return session.scalar(query) or 0
 
 
-def delete_endpoint(session: Session, club_id: str, endpoint_id: str) -> None:
-    """Delete the endpoint with its deliveries and their attempts."""
-    session.delete(get_endpoint(session, club_id, endpoint_id))
+def delete_endpoint(session: Session, club_id: str, endpoint_id: str) -> Endpoint:
+    """Delete the endpoint with its deliveries and their attempts; returns what it was."""
+    endpoint = get_endpoint(session, club_id, endpoint_id)
+    session.delete(endpoint)
+    return endpoint
 
 
 def rotate_secret(

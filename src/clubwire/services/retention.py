@@ -10,7 +10,9 @@ What goes, when older than the period (``CLUBWIRE_RETENTION_DAYS``):
 - emails of the outbox queued before then and sent or given up.
 
 Failed sign-in counts with nothing left in them go too, whatever the period
-(``services.sign_ins``): guessing from many addresses leaves one row per address.
+(``services.sign_ins``): guessing from many addresses leaves one row per address; and
+flashes too old to be shown (``services.flashes``), left by a browser that never loaded the
+page after its action.
 
 Each batch is a transaction of its own, so no lock is held for long (SQLite has a single
 writer, the worker's among them). On PostgreSQL rows locked by another transaction are
@@ -27,7 +29,7 @@ from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import sign_ins
+from clubwire.services import flashes, sign_ins
 from clubwire.storage import tables
 from clubwire.storage.models import OutboxEmail
 
@@ -41,10 +43,12 @@ class Pruned:
     events: int = 0
     emails: int = 0
     sign_in_failures: int = 0
+    flashes: int = 0
 
     @property
     def total(self) -> int:
-        return self.attempts + self.deliveries + self.events + self.emails + self.sign_in_failures
+        old = self.attempts + self.deliveries + self.events + self.emails
+        return old + self.sign_in_failures + self.flashes
 
 
 def prune(
@@ -61,7 +65,8 @@ def prune(
         _drain(sessions, statement(cutoff, batch), keep_going)
         for statement in (_old_attempts, _finished_deliveries, _lone_events, _finished_emails)
     ]
-    counts.append(_drain(sessions, sign_ins.stale(now, batch), keep_going))
+    for spent in (sign_ins.stale, flashes.stale):
+        counts.append(_drain(sessions, spent(now, batch), keep_going))
     return Pruned(*counts)
 
 

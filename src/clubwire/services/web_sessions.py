@@ -20,6 +20,7 @@ LIFETIME = timedelta(hours=12)
 class SignedIn:
     user: User
     csrf_token: str
+    session_id: str  # the session's key: the hash of its token, never the token
 
 
 def start(session: Session, user: User, now: datetime) -> str:
@@ -41,14 +42,15 @@ def start(session: Session, user: User, now: datetime) -> str:
 def find(session: Session, token: str, now: datetime) -> SignedIn | None:
     """Who this token belongs to, while its session lasts."""
     row = session.execute(
-        select(User, WebSession.csrf_token)
+        select(User, WebSession.csrf_token, WebSession.token_hash)
         .join(WebSession, WebSession.user_id == User.id)
         .where(WebSession.token_hash == _hash(token), WebSession.expires_at > now)
     ).one_or_none()
-    return None if row is None else SignedIn(row[0], row[1])
+    return None if row is None else SignedIn(row[0], row[1], row[2])
 
 
 def end(session: Session, token: str) -> None:
+    """End the session on the server; its flashes go with it (the foreign key cascades)."""
     session.execute(delete(WebSession).where(WebSession.token_hash == _hash(token)))
 
 

@@ -254,6 +254,27 @@ class WebSession(Base):
     expires_at: Mapped[datetime]
 
 
+class Flash(Base):
+    """A message for the next page a signed-in browser loads, shown once (``services.flashes``):
+    words our code composed, and a secret to show once, only ever sealed."""
+
+    __tablename__ = "flashes"
+    __table_args__ = (
+        Index("ix_flashes_session_hash", "session_hash"),
+        Index("ix_flashes_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_hash: Mapped[str] = mapped_column(
+        ForeignKey("web_sessions.token_hash", ondelete="CASCADE")
+    )
+    created_at: Mapped[datetime]
+    kind: Mapped[str] = mapped_column(String(40))
+    subject: Mapped[str] = mapped_column(String(64))  # what it is about (an endpoint id), or ""
+    words: Mapped[str] = mapped_column(String(2500))
+    secret_sealed: Mapped[str | None] = mapped_column(String(500))  # encrypted with the secret key
+
+
 class SignInFailure(Base):
     """Failed sign-ins per account and per address, to slow down password guessing."""
 

@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime
-from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +23,7 @@ from clubwire.services.rate_limits import ApiLimits, RateCounter
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
 from clubwire.web import (
+    context,
     internal_api,
     limits,
     openapi,
@@ -31,6 +31,7 @@ from clubwire.web import (
     problems,
     public_api,
     telemetry,
+    templating,
     ui,
     unstorable,
 )
@@ -63,7 +64,7 @@ def create_app(
     metrics = Metrics()
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, context.AppContext]]:
         async with AsyncExitStack() as stack:
             engine = database.engine_for(settings)
             stack.callback(engine.dispose)
@@ -81,15 +82,10 @@ def create_app(
                 await stack.enter_async_context(service(sessions))
             if run_worker:
                 await _start_worker(stack, settings, sessions, clock, metrics)
-            yield {
-                "sessions": sessions,
-                "access": access,
-                "limits": limits,
-                "clock": clock,
-                "settings": settings,
-                "engine": engine,
-                "metrics": metrics,
-            }
+            pages = templating.Pages(templating.environment())
+            yield context.AppContext(
+                settings, engine, sessions, clock, access, limits, metrics, pages
+            ).state()
 
     app = FastAPI(
         title="clubwire",
@@ -101,7 +97,7 @@ def create_app(
     )
     problems.install(app)
     app.add_middleware(unstorable.Refuse)  # NUL in a path, query or Host: 422
-    app.include_router(internal_api.router(settings))
+    app.include_router(internal_api.router())
     ui.install(app)
     app.router.routes.extend(ops.routes(settings))
     app.add_middleware(limits.BodyLimit, max_bytes=settings.max_request_bytes)

@@ -3,16 +3,12 @@ publish events; replay an endpoint's deliveries."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
@@ -22,7 +18,7 @@ from clubwire.services import events as event_service
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
 from clubwire.storage import models
-from clubwire.web import bearer, openapi, problems
+from clubwire.web import bearer, context, openapi, problems
 
 Slug = Annotated[str, Path(pattern=slugs.SLUG_PATTERN, examples=["granite-curling-club"])]
 ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
@@ -129,59 +125,42 @@ class ProgramOut(program_wire.Program):
         return cls.model_validate({**program_wire.to_wire(program), "private": program.private})
 
 
-def router(settings: Settings) -> APIRouter:
+def router() -> APIRouter:
     """The internal API's routes, behind ``Authorization: Bearer <CLUBWIRE_PLATFORM_TOKEN>``."""
     api = APIRouter(
         prefix="/internal/v1",
         tags=["internal"],
-        dependencies=[Depends(_platform_guard(settings))],
+        dependencies=[Depends(_platform_guard)],
         responses=problems.documented(401, 403, 404, 422, 503),
     )
     secured: dict[str, Any] = {"openapi_extra": {"security": [{openapi.PLATFORM_SCHEME: []}]}}
     # A body may be too large (CLUBWIRE_MAX_REQUEST_BYTES) or not UTF-8 JSON at all.
     with_body = {**secured, "responses": problems.documented(400, 413)}
-
-    @api.put(
+    api.add_api_route(
         "/clubs/{slug}",
+        put_club,
+        methods=["PUT"],
         summary="Create or rename a club",
         **_created_or_replaced(with_body, ClubOut),
     )
-    def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
-        with _transaction(request) as session:
-            club, created = clubs.put_club(session, slug, body.name, _now(request))
-            response.status_code = 201 if created else 200
-            return ClubOut.of(club, settings)
-
-    @api.put(
-        "/clubs/{slug}/modules/webhooks", summary="Switch the Webhooks & API module", **with_body
+    api.add_api_route(
+        "/clubs/{slug}/modules/webhooks",
+        put_module,
+        methods=["PUT"],
+        summary="Switch the Webhooks & API module",
+        **with_body,
     )
-    def put_module(slug: Slug, body: ModuleIn, request: Request) -> ClubOut:
-        with _transaction(request) as session:
-            club = clubs.set_webhooks_module(session, slug, body.enabled, _now(request))
-            return ClubOut.of(club, settings)
-
-    @api.put(
+    api.add_api_route(
         "/clubs/{slug}/programs/{program_id}",
+        put_program,
+        methods=["PUT"],
         summary="Create or replace a program",
         **_created_or_replaced(with_body, ProgramOut),
     )
-    def put_program(
-        slug: Slug,
-        program_id: ProgramIdPath,
-        body: program_wire.ProgramData,
-        request: Request,
-        response: Response,
-    ) -> ProgramOut:
-        with _transaction(request) as session:
-            club = clubs.get_club(session, slug)
-            program, outcome = program_service.put_program(
-                session, club, program_id, body, _now(request)
-            )
-            response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
-            return ProgramOut.of(program)
-
-    @api.post(
+    api.add_api_route(
         "/clubs/{slug}/events",
+        publish_event,
+        methods=["POST"],
         summary="Publish an event to the club's subscribed endpoints",
         status_code=201,
         responses={
@@ -190,63 +169,103 @@ def router(settings: Settings) -> APIRouter:
         },
         **secured,
     )
-    async def publish_event(
-        slug: Slug,
-        body: EventIn,
-        request: Request,
-        response: Response,
-        idempotency_key: Annotated[
-            str | None,
-            Header(
-                max_length=255,
-                description="Your id for this event (per club): a repeat with the same event "
-                "and data returns the first event's id (200) and creates nothing; the same key "
-                "with other data is refused (409).",
-            ),
-        ] = None,
-    ) -> EventOut:
-        event_id, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
-        if not created:
-            response.status_code = 200
-        return EventOut(id=event_id)
-
-    @api.post(
+    api.add_api_route(
         "/clubs/{slug}/endpoints/{endpoint_id}/replays",
+        replay,
+        methods=["POST"],
         summary="Replay an endpoint's deliveries of a time range",
-        description="Each finished delivery of the window (oldest first, at most "
-        "CLUBWIRE_REPLAY_LIMIT) gets one more attempt now, as Retry gives it: the same "
-        "delivery and event ids, a fresh signature. A delivery already brought forward and "
-        "not yet sent is not counted again, so a repeated request replays nothing twice. "
-        "Refused (409) while the endpoint or the club's module is off.",
+        description=REPLAY_DESCRIPTION,
         responses=problems.documented(400, 409, 413),
         **secured,
     )
-    def replay(
-        slug: Slug, endpoint_id: EndpointIdPath, body: ReplayIn, request: Request
-    ) -> ReplayOut:
-        window = replay_window.window(body.since, body.until, body.statuses, body.events)
-        limit = settings.replay_limit
-        with _transaction(request) as session:
-            club_id = clubs.get_club(session, slug).id
-            if body.dry_run:
-                done = replays.preview(session, club_id, endpoint_id, window, limit)
-            else:
-                done = replays.replay(session, club_id, endpoint_id, window, _now(request), limit)
-        return ReplayOut.model_validate({**done.describe(), "dryRun": body.dry_run})
-
-    @api.delete(
+    api.add_api_route(
         "/clubs/{slug}/programs/{program_id}",
+        delete_program,
+        methods=["DELETE"],
         summary="Delete a program (deleting one that is gone is not an error)",
         status_code=204,
         response_class=Response,
         **secured,
     )
-    def delete_program(slug: Slug, program_id: ProgramIdPath, request: Request) -> Response:
-        with _transaction(request) as session:
-            program_service.delete_program(session, clubs.get_club(session, slug), program_id)
-        return Response(status_code=204)
-
     return api
+
+
+REPLAY_DESCRIPTION = (
+    "Each finished delivery of the window (oldest first, at most "
+    "CLUBWIRE_REPLAY_LIMIT) gets one more attempt now, as Retry gives it: the same "
+    "delivery and event ids, a fresh signature. A delivery already brought forward and "
+    "not yet sent is not counted again, so a repeated request replays nothing twice. "
+    "Refused (409) while the endpoint or the club's module is off."
+)
+
+
+def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
+    with context.transaction(request) as session:
+        club, created = clubs.put_club(session, slug, body.name, context.now(request))
+        response.status_code = 201 if created else 200
+        return ClubOut.of(club, context.of(request).settings)
+
+
+def put_module(slug: Slug, body: ModuleIn, request: Request) -> ClubOut:
+    with context.transaction(request) as session:
+        club = clubs.set_webhooks_module(session, slug, body.enabled, context.now(request))
+        return ClubOut.of(club, context.of(request).settings)
+
+
+def put_program(
+    slug: Slug,
+    program_id: ProgramIdPath,
+    body: program_wire.ProgramData,
+    request: Request,
+    response: Response,
+) -> ProgramOut:
+    with context.transaction(request) as session:
+        club = clubs.get_club(session, slug)
+        program, outcome = program_service.put_program(
+            session, club, program_id, body, context.now(request)
+        )
+        response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
+        return ProgramOut.of(program)
+
+
+async def publish_event(
+    slug: Slug,
+    body: EventIn,
+    request: Request,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            max_length=255,
+            description="Your id for this event (per club): a repeat with the same event "
+            "and data returns the first event's id (200) and creates nothing; the same key "
+            "with other data is refused (409).",
+        ),
+    ] = None,
+) -> EventOut:
+    event_id, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
+    if not created:
+        response.status_code = 200
+    return EventOut(id=event_id)
+
+
+def replay(slug: Slug, endpoint_id: EndpointIdPath, body: ReplayIn, request: Request) -> ReplayOut:
+    window = replay_window.window(body.since, body.until, body.statuses, body.events)
+    limit = context.of(request).settings.replay_limit
+    with context.transaction(request) as session:
+        club_id = clubs.get_club(session, slug).id
+        if body.dry_run:
+            done = replays.preview(session, club_id, endpoint_id, window, limit)
+        else:
+            now = context.now(request)
+            done = replays.replay(session, club_id, endpoint_id, window, now, limit)
+    return ReplayOut.model_validate({**done.describe(), "dryRun": body.dry_run})
+
+
+def delete_program(slug: Slug, program_id: ProgramIdPath, request: Request) -> Response:
+    with context.transaction(request) as session:
+        program_service.delete_program(session, clubs.get_club(session, slug), program_id)
+    return Response(status_code=204)
 
 
 def _created_or_replaced(route: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
@@ -271,35 +290,19 @@ def _publish(
 def _publish_once(
     request: Request, slug: str, body: EventIn, idempotency_key: str | None
 ) -> tuple[str, bool]:
-    with _transaction(request) as session:
+    with context.transaction(request) as session:
         club = clubs.get_club(session, slug)
         event, created = event_service.publish(
-            session, club, body.event, body.data, _now(request), idempotency_key
+            session, club, body.event, body.data, context.now(request), idempotency_key
         )
         return event.id, created
 
 
-def _platform_guard(settings: Settings) -> Callable[[Request], None]:
-    expected = settings.platform_token
-
-    def guard(request: Request) -> None:
-        if expected is None:
-            raise errors.Forbidden(
-                "The internal API is off: set CLUBWIRE_PLATFORM_TOKEN to turn it on."
-            )
-        authorization = request.headers.get("authorization")
-        bearer.require(authorization, expected, "platform token", "CLUBWIRE_PLATFORM_TOKEN")
-
-    return guard
-
-
-@contextmanager
-def _transaction(request: Request) -> Iterator[Session]:
-    sessions: sessionmaker[Session] = request.state.sessions
-    with sessions.begin() as session:
-        yield session
-
-
-def _now(request: Request) -> datetime:
-    clock: Callable[[], datetime] = request.state.clock
-    return clock()
+def _platform_guard(request: Request) -> None:
+    expected = context.of(request).settings.platform_token
+    if expected is None:
+        raise errors.Forbidden(
+            "The internal API is off: set CLUBWIRE_PLATFORM_TOKEN to turn it on."
+        )
+    authorization = request.headers.get("authorization")
+    bearer.require(authorization, expected, "platform token", "CLUBWIRE_PLATFORM_TOKEN")

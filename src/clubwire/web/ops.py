@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 from clubwire.services import metrics
 from clubwire.settings import Settings
 from clubwire.storage import migrate
-from clubwire.web import bearer
+from clubwire.web import bearer, context
 
 HEALTHY = b'{"status":"ok"}'
 READY = b'{"status":"ready"}'
@@ -30,7 +30,7 @@ async def healthz(_request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     """200 when the database answers and its schema is at head; else 503 saying which (an
     unavailable database is answered as on every route, ``problems.answer``)."""
-    await run_in_threadpool(migrate.require_head, request.state.engine)
+    await run_in_threadpool(migrate.require_head, context.of(request).engine)
     return Response(READY, media_type="application/json")
 
 
@@ -40,8 +40,7 @@ def metrics_behind(token: SecretStr) -> Callable[[Request], Awaitable[Response]]
     async def metrics_text(request: Request) -> Response:
         authorization = request.headers.get("authorization")
         bearer.require(authorization, token, "metrics token", METRICS_TOKEN)
-        registry: metrics.Metrics = request.state.metrics
-        body = await run_in_threadpool(registry.exposition)
+        body = await run_in_threadpool(context.of(request).metrics.exposition)
         return Response(body, media_type=metrics.CONTENT_TYPE)
 
     return metrics_text

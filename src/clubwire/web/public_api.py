@@ -23,9 +23,8 @@ from clubwire import errors
 from clubwire.domain import key_format, program_wire, scopes
 from clubwire.domain.rate_limits import Standing
 from clubwire.services.api_access import ApiAccess, ApiClient, Caller
-from clubwire.services.rate_limits import ApiLimits
 from clubwire.settings import Settings
-from clubwire.web import conditional, openapi, problems, telemetry
+from clubwire.web import conditional, context, openapi, problems, telemetry
 
 PROGRAMS_PATH = "/api/v1/programs"
 DOCUMENT_PATH = "/api/v1/openapi.json"
@@ -53,8 +52,8 @@ class Programs:
 
     async def _answer(self, scope: Scope, presented: _Presented) -> _Listing | Response:
         """The listing (or its 304), or the problem refusing it."""
-        access: ApiAccess = scope["state"]["access"]
-        limits: ApiLimits = scope["state"]["limits"]
+        running = context.of_scope(scope)
+        access, limits = running.access, running.limits
         screened = limits.screen(presented.address)
         if screened is not None:
             return limited_answer(screened, TOO_MANY_FAILURES)

@@ -41,7 +41,7 @@ def environment() -> jinja2.Environment:
 
 
 class Pages:
-    """Renders a template into an HTML response; every page knows who is signed in."""
+    """Renders a template into an HTML response; every page is told who is signed in."""
 
     def __init__(self, env: jinja2.Environment) -> None:
         self._env = env
@@ -53,6 +53,6 @@ class Pages:
         status: int = 200,
         **context: object,
     ) -> HTMLResponse:
-        staff = getattr(request.state, "staff", None)
-        body = self._env.get_template(name).render(staff=staff, path=request.url.path, **context)
+        """``context`` names who is signed in (``staff``, None for nobody) among its values."""
+        body = self._env.get_template(name).render(path=request.url.path, **context)
         return HTMLResponse(body, status)

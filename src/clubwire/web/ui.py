@@ -10,7 +10,6 @@ from starlette.staticfiles import StaticFiles
 
 from clubwire.web import (
     security,
-    templating,
     ui_admin,
     ui_auth,
     ui_deliveries,
@@ -25,7 +24,6 @@ STATIC = Path(__file__).with_name("static")
 
 def install(app: FastAPI) -> None:
     """Add the settings area to ``app``; its security headers leave other paths alone."""
-    app.state.pages = templating.Pages(templating.environment())
     for module in (
         ui_auth,
         ui_admin,

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from clubwire import errors
-from clubwire.services import clubs, web_sessions
-from clubwire.web import ui_base
+from clubwire.services import clubs, flashes, web_sessions
+from clubwire.web import context, ui_base
 from clubwire.web.ui_base import Posted, Staff
 
 ADMIN_PATH = "/admin"
@@ -27,7 +27,7 @@ def router() -> APIRouter:
 
 def admin_page(request: Request, staff: Staff) -> Response:
     _superadmin_only(staff)
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         every_club = clubs.list_clubs(session)
     return ui_base.page(request, "admin.html", clubs=every_club)
 
@@ -36,7 +36,7 @@ def switch_off_form(request: Request, staff: Staff, slug: str) -> Response:
     """The question before switching off, which cuts the club's API and webhooks at once;
     its answer posts ``off`` to ``switch_module``. Switching on asks nothing."""
     _superadmin_only(staff)
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = clubs.get_club(session, slug)
     return ui_base.page(request, "module_switch_off.html", club=club)
 
@@ -49,8 +49,10 @@ def switch_module(
     _superadmin_only(staff)
     if enabled not in ("on", "off"):
         raise errors.InvalidInput("Choose on or off.")
-    with ui_base.transaction(request) as session:
-        clubs.set_webhooks_module(session, slug, enabled == "on", ui_base.now(request))
+    with context.transaction(request) as session:
+        club = clubs.set_webhooks_module(session, slug, enabled == "on", context.now(request))
+        said = f"Webhooks & API switched {enabled} for {club.name}."
+        ui_base.flash(request, session, staff, flashes.Flash(f"module-{enabled}", said))
     return ui_base.redirect(f"{ADMIN_PATH}#club-{slug}")
 
 

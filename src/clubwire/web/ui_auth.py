@@ -11,7 +11,7 @@ from starlette.responses import Response
 from clubwire import errors
 from clubwire.domain import device_tokens
 from clubwire.services import users, web_sessions
-from clubwire.web import security, ui_base
+from clubwire.web import context, security, ui_base
 from clubwire.web.ui_base import Posted, Staff
 
 
@@ -57,10 +57,10 @@ def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
         return _form(request, status, email=form.email, next_path=form.next, found=found)
     token, user_id = outcome
     response = ui_base.redirect(security.safe_next(form.next) or "/")
-    settings = ui_base.settings_of(request)
+    settings = context.of(request).settings
     secure = security.is_https(request, settings)
     security.set_cookie(response, security.SESSION_COOKIE, token, secure=secure)
-    device = device_tokens.issue(settings.secret_key_value(), user_id, ui_base.now(request))
+    device = device_tokens.issue(settings.secret_key_value(), user_id, context.now(request))
     lifetime = int(device_tokens.LIFETIME.total_seconds())
     security.set_cookie(response, security.DEVICE_COOKIE, device, secure=secure, max_age=lifetime)
     return response
@@ -73,10 +73,10 @@ def _start_session(
     count toward the throttle (``services.sign_ins``)."""
     address = request.client.host if request.client else "unknown"
     previous = request.cookies.get(security.SESSION_COOKIE)
-    now = ui_base.now(request)
-    secret_key = ui_base.settings_of(request).secret_key_value()
+    now = context.now(request)
+    secret_key = context.of(request).settings.secret_key_value()
     device = device_tokens.read(secret_key, request.cookies.get(security.DEVICE_COOKIE), now)
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         try:
             user = users.authenticate(session, email, password, now, address, device)
         except (errors.Unauthenticated, errors.TooManyAttempts) as exc:
@@ -104,16 +104,16 @@ def _form(
         errors=found or {},
         csrf_token=token,
     )
-    secure = security.is_https(request, ui_base.settings_of(request))
+    secure = security.is_https(request, context.of(request).settings)
     security.set_cookie(response, security.SIGN_IN_COOKIE, token, secure=secure)
     return response
 
 
 def sign_out(request: Request, _staff: Posted) -> Response:
     """End the session on the server and forget the cookie."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         web_sessions.end(session, request.cookies.get(security.SESSION_COOKIE, ""))
     response = ui_base.redirect(security.SIGN_IN_PATH)
-    secure = security.is_https(request, ui_base.settings_of(request))
+    secure = security.is_https(request, context.of(request).settings)
     security.clear_cookie(response, security.SESSION_COOKIE, secure=secure)
     return response

@@ -4,27 +4,24 @@ per step, HTML pages, and errors answered as HTML pages rather than problem+json
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
 from http import HTTPStatus
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from clubwire import errors
 from clubwire.domain import text
-from clubwire.services import users, web_sessions
-from clubwire.settings import Settings
+from clubwire.services import flashes, users, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import problems, security, templating
+from clubwire.web import context, problems, security
 
 log = logging.getLogger(__name__)
 
@@ -59,34 +56,45 @@ class ModuleOff(Exception):
         super().__init__(club.slug)
 
 
-def settings_of(request: Request) -> Settings:
-    return cast(Settings, request.state.settings)
+def page(request: Request, name: str, status: int = 200, **values: object) -> HTMLResponse:
+    """The page ``name``, with the flashes left for it (each page shows them once)."""
+    staff = context.staff(request)
+    shown = [] if staff is None else _taken(request, staff)
+    return _render(request, name, status, shown, **values)
 
 
-def now(request: Request) -> datetime:
-    clock: Callable[[], datetime] = request.state.clock
-    return clock()
+def _render(
+    request: Request, name: str, status: int, shown: list[flashes.Flash], **values: object
+) -> HTMLResponse:
+    staff = context.staff(request)
+    return context.of(request).pages.render(
+        request, name, status, staff=staff, flashes=shown, **values
+    )
 
 
-@contextmanager
-def transaction(request: Request) -> Iterator[Session]:
-    sessions: sessionmaker[Session] = request.state.sessions
-    with sessions.begin() as session:
-        yield session
+def _taken(request: Request, staff: web_sessions.SignedIn) -> list[flashes.Flash]:
+    running = context.of(request)
+    with context.transaction(request) as session:
+        return flashes.take(session, running.settings, staff.session_id, running.now())
 
 
-def page(request: Request, name: str, status: int = 200, **context: object) -> HTMLResponse:
-    pages = cast(templating.Pages, request.app.state.pages)
-    return pages.render(request, name, status, **context)
+def flash(
+    request: Request, session: Session, staff: web_sessions.SignedIn, said: flashes.Flash
+) -> None:
+    """Tell the next page of this session what was done (in the action's transaction)."""
+    running = context.of(request)
+    flashes.add(session, running.settings, staff.session_id, said, running.now())
 
 
 def message(request: Request, status: int, title: str, text: str) -> HTMLResponse:
-    """A plain page that says one thing (errors, refusals)."""
-    return page(request, "message.html", status, title=title, text=text)
+    """A plain page that says one thing (errors, refusals); it leaves the flashes for the next
+    page, and needs no database (which may be what failed)."""
+    return _render(request, "message.html", status, [], title=title, text=text)
 
 
 def redirect(url: str) -> RedirectResponse:
-    """See other: the answer to a POST that worked (the browser then GETs ``url``)."""
+    """See other: the answer to a POST that worked (the browser then GETs ``url``, where a
+    ``flash`` left by the POST says what it did)."""
     return RedirectResponse(url, status_code=303)
 
 
@@ -104,11 +112,11 @@ def signed_in(request: Request) -> web_sessions.SignedIn:
     token = request.cookies.get(security.SESSION_COOKIE)
     found = None
     if token:
-        with transaction(request) as session:
-            found = web_sessions.find(session, token, now(request))
+        with context.transaction(request) as session:
+            found = web_sessions.find(session, token, context.now(request))
     if found is None:
         raise SignInRequired(_here(request) if request.method == "GET" else None)
-    request.state.staff = found
+    context.remember_staff(request, found)
     return found
 
 
@@ -237,9 +245,9 @@ def form_step(
     errors; an ``InvalidInput`` from a service rolls the step back and shows the form
     ``again``, with the message beside ``field``."""
     try:
-        with transaction(request) as session:
+        with context.transaction(request) as session:
             club = club_for(session, staff, slug)
             return again(session, club, found) if found else step(session, club)
     except errors.InvalidInput as exc:
-        with transaction(request) as session:
+        with context.transaction(request) as session:
             return again(session, club_for(session, staff, slug), {field: exc.detail})

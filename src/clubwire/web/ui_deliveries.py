@@ -3,21 +3,18 @@ attempts, Retry, and Send test."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
-from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from clubwire.domain import delivery_pages, jobs
 from clubwire.domain.delivery_pages import Cursor, Filters
-from clubwire.services import attempts, deliveries, endpoints, pings, web_sessions
+from clubwire.services import attempts, deliveries, endpoints, flashes, pings, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import security, ui_base, ui_webhooks
+from clubwire.web import context, security, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff
 
 DELIVERY = "/settings/{slug}/deliveries/{delivery_id}"
@@ -86,7 +83,7 @@ def deliveries_page(
     """An endpoint's deliveries, newest first, filtered, a keyset page at a time; typed
     filters that cannot be read are shown again with their messages (and no rows)."""
     found = typed.errors()
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
         page = None
@@ -121,7 +118,7 @@ def deliveries_page(
 
 def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -> Response:
     """One delivery: its state and every attempt, with the receiver's answer (escaped)."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         delivery = deliveries.get_delivery(session, club.id, delivery_id)
         return ui_base.page(
@@ -142,9 +139,11 @@ def retry(
     next_path: Annotated[str, Form(alias="next")] = "",
 ) -> Response:
     """Retry now; then back to the page the button was on (within this club's settings)."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
-        delivery = deliveries.retry(session, club.id, delivery_id, ui_base.now(request))
+        delivery = deliveries.retry(session, club.id, delivery_id, context.now(request))
+        said = f"Delivery {delivery_id} will be sent again now."
+        ui_base.flash(request, session, staff, flashes.Flash("delivery-retried", said))
     return ui_base.redirect(_back(club, next_path, delivery.endpoint_id))
 
 
@@ -156,30 +155,30 @@ def _back(club: Club, next_path: str, endpoint_id: str) -> str:
 
 
 async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
-    """A ``ping`` to this endpoint, one attempt; the outcome is shown on the tab it came from."""
+    """A ``ping`` to this endpoint, one attempt; then back to the tab, which says how it went."""
     club = await run_in_threadpool(_club_of_endpoint, request, staff, slug, endpoint_id)
-    settings = ui_base.settings_of(request)
-    clock: Callable[[], datetime] = request.state.clock
-    sessions: sessionmaker[Session] = request.state.sessions
-    async with attempts.attempter(settings, clock, request.state.metrics) as sends:
-        result = await pings.send_test(settings, sessions, sends, club.id, endpoint_id, clock)
-    tested = ui_webhooks.Tested(endpoint_id, result.ok, jobs.plain(result))
-    return await run_in_threadpool(_tab, request, staff, slug, tested)
+    running = context.of(request)
+    settings, clock = running.settings, running.clock
+    async with attempts.attempter(settings, clock, running.metrics) as sends:
+        result = await pings.send_test(
+            settings, running.sessions, sends, club.id, endpoint_id, clock
+        )
+    kind = "test-sent" if result.ok else "test-failed"
+    tested = flashes.Flash(kind, f"Send test: {jobs.plain(result)}", endpoint_id)
+    await run_in_threadpool(_tell, request, staff, tested)
+    return ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
 
 
 def _club_of_endpoint(
     request: Request, staff: web_sessions.SignedIn, slug: str, endpoint_id: str
 ) -> Club:
     """The user's club, if the endpoint is one of its own (else not found)."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         endpoints.get_endpoint(session, club.id, endpoint_id)
         return club
 
 
-def _tab(
-    request: Request, staff: web_sessions.SignedIn, slug: str, tested: ui_webhooks.Tested
-) -> Response:
-    with ui_base.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
-        return ui_webhooks.webhooks_page(request, session, club, tested=tested)
+def _tell(request: Request, staff: web_sessions.SignedIn, said: flashes.Flash) -> None:
+    with context.transaction(request) as session:
+        ui_base.flash(request, session, staff, said)

@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire.domain import emails
-from clubwire.services import notifications
+from clubwire.services import flashes, notifications
 from clubwire.storage.models import Club
-from clubwire.web import ui_base
+from clubwire.web import context, ui_base
 from clubwire.web.ui_base import Posted
 
 ANCHOR = "failure-emails"
@@ -37,16 +37,24 @@ def router() -> APIRouter:
 
 def panel(request: Request, session: Session, club: Club) -> EmailPanel:
     """What the Webhooks tab says about emails to the signed-in user."""
-    staff = request.state.staff
-    on = ui_base.settings_of(request).mail_server is not None
-    return EmailPanel(on, notifications.wants_emails(session, staff.user.id, club.id))
+    staff = context.staff(request)
+    on = context.of(request).settings.mail_server is not None
+    wanted = None if staff is None else notifications.wants_emails(session, staff.user.id, club.id)
+    return EmailPanel(on, wanted)
 
 
 def choose(
     request: Request, staff: Posted, slug: str, wanted: Annotated[Literal["yes", "no"], Form()]
 ) -> Response:
     """Turn the club's emails on (``wanted=yes``) or off for the signed-in admin."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         notifications.set_wants_emails(session, staff.user.id, club.id, wanted == "yes")
+        ui_base.flash(request, session, staff, flashes.Flash("emails-chosen", _chosen(wanted)))
     return ui_base.redirect(f"/settings/{club.slug}/webhooks#{ANCHOR}")
+
+
+def _chosen(wanted: str) -> str:
+    if wanted == "yes":
+        return "You will get an email when one of this club's endpoints fails."
+    return "You will no longer get emails about this club's endpoints."

@@ -1,6 +1,6 @@
 """Replay… on an endpoint of the Webhooks tab: a form (the window, statuses, kinds), a
 preview that counts before anything is sent, and a confirmation that replays and goes back
-to the tab (Post/Redirect/Get), where the outcome shows once (``replay_notice``).
+to the tab (Post/Redirect/Get), where the outcome shows once (a flash).
 
 A second submission of the confirmation (a double click, a reload, another person) replays
 nothing twice: the service brings forward only deliveries not brought forward yet.
@@ -19,9 +19,9 @@ from starlette.responses import Response
 from clubwire import errors
 from clubwire.domain import event_catalog, replay_window
 from clubwire.domain.replay_window import Window
-from clubwire.services import endpoints, replays, web_sessions
+from clubwire.services import endpoints, flashes, replays, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import replay_notice, security, ui_base, ui_webhooks
+from clubwire.web import context, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff
 
 REPLAY = f"{ui_webhooks.ENDPOINT}/replay"
@@ -73,16 +73,16 @@ def router() -> APIRouter:
 
 
 def replay_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         return _form_page(
-            request, session, club, endpoint_id, ReplayForm.starting(ui_base.now(request))
+            request, session, club, endpoint_id, ReplayForm.starting(context.now(request))
         )
 
 
 def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
     """How many deliveries the window covers, with the button that replays them."""
-    limit = ui_base.settings_of(request).replay_limit
+    limit = context.of(request).settings.replay_limit
 
     def step(session: Session, club: Club) -> Response:
         window = form.window()
@@ -102,17 +102,16 @@ def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: 
 
 def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
     """Replay, then back to the tab, where what was done shows once."""
-    settings = ui_base.settings_of(request)
+    settings = context.of(request).settings
 
     def step(session: Session, club: Club) -> Response:
-        now = ui_base.now(request)
+        now = context.now(request)
         done = replays.replay(
             session, club.id, endpoint_id, form.window(), now, settings.replay_limit
         )
-        moved = ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
-        secure = security.is_https(request, settings)
-        replay_notice.remember(moved, ui_webhooks.tab_url(club), endpoint_id, done, secure=secure)
-        return moved
+        said = flashes.Flash("replay-queued", done.summary(preview=False), endpoint_id)
+        ui_base.flash(request, session, staff, said)
+        return ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
 
     return _form_step(request, staff, slug, endpoint_id, form, step)
 

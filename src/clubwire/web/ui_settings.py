@@ -11,9 +11,9 @@ from starlette.responses import Response
 
 from clubwire import errors
 from clubwire.domain import scopes
-from clubwire.services import keys, users
+from clubwire.services import flashes, keys, users
 from clubwire.storage.models import ApiKey, Club
-from clubwire.web import ui_base
+from clubwire.web import context, ui_base
 from clubwire.web.ui_base import Posted, Staff
 
 
@@ -49,7 +49,7 @@ def tab_url(club: Club, tab: str) -> str:
 
 def club_list(request: Request, staff: Staff) -> Response:
     """The clubs this user manages; straight to the club when there is just one."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         managed = users.managed_clubs(session, staff.user)
     if len(managed) == 1:
         return ui_base.redirect(tab_url(managed[0], "webhooks"))
@@ -57,27 +57,29 @@ def club_list(request: Request, staff: Staff) -> Response:
 
 
 def club_home(request: Request, staff: Staff, slug: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = users.managed_club(session, staff.user, slug)
     return ui_base.redirect(tab_url(club, "webhooks"))
 
 
 def keys_tab(request: Request, staff: Staff, slug: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         return _keys_page(request, session, ui_base.club_for(session, staff, slug))
 
 
 def create_key(
     request: Request, staff: Posted, slug: str, form: Annotated[KeyForm, Form()]
 ) -> Response:
-    """A new key, shown once on this very response (never stored, never redirected to)."""
+    """A new key, shown once on the tab the answer goes back to (in a flash, sealed)."""
 
     def step(session: Session, club: Club) -> Response:
-        now = ui_base.now(request)
+        now = context.now(request)
         created, full_key = keys.create_key(
             session, club, form.scope, form.name, now, form.expires_in
         )
-        return _keys_page(request, session, club, created=created, full_key=full_key)
+        said = f"API key {created.prefix} created."
+        ui_base.flash(request, session, staff, flashes.Flash("key-created", said, secret=full_key))
+        return ui_base.redirect(tab_url(club, "api-keys"))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return _keys_page(request, session, club, 422, form, found)
@@ -103,11 +105,9 @@ def _keys_page(
     status: int = 200,
     typed: KeyForm | None = None,
     found: dict[str, str] | None = None,
-    created: ApiKey | None = None,
-    full_key: str | None = None,
 ) -> Response:
     listed = keys.list_keys(session, club.id)
-    now = ui_base.now(request)
+    now = context.now(request)
     return ui_base.page(
         request,
         "api_keys.html",
@@ -118,23 +118,23 @@ def _keys_page(
         expiries=EXPIRY_LABELS,
         typed=typed or KeyForm(scope=[scopes.READ_PROGRAMS]),
         errors=found or {},
-        created=created,
-        full_key=full_key,
     )
 
 
 def revoke_form(request: Request, staff: Staff, slug: str, prefix: str) -> Response:
     """Are you sure? (The same question without JavaScript as with it.)"""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         key = _key(session, club, prefix)
     return ui_base.page(request, "key_revoke.html", club=club, key=key)
 
 
 def revoke_key(request: Request, staff: Posted, slug: str, prefix: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
-        keys.revoke_key(session, club.id, prefix, ui_base.now(request))
+        keys.revoke_key(session, club.id, prefix, context.now(request))
+        said = f"API key {prefix} revoked: the API refuses it from now on."
+        ui_base.flash(request, session, staff, flashes.Flash("key-revoked", said))
     return ui_base.redirect(f"{tab_url(club, 'api-keys')}#key-{prefix}")
 
 

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire.domain import rates
-from clubwire.services import deliveries, endpoints, pings
+from clubwire.services import deliveries, endpoints, flashes, pings
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
-from clubwire.web import replay_notice, security, ui_base, ui_emails
+from clubwire.web import context, ui_base, ui_emails
 from clubwire.web.ui_base import Posted, Staff
 
 RECENT_DELIVERIES = 10
@@ -59,15 +59,6 @@ class EndpointView:
     recent: Sequence[Delivery]
     skipped: int
     tests: Mapping[str, pings.PingOutcome]  # the Send tests among ``recent``, by delivery id
-
-
-@dataclass(frozen=True, slots=True)
-class Tested:
-    """The outcome of Send test, in plain words, shown on the endpoint it was sent to."""
-
-    endpoint_id: str
-    ok: bool
-    text: str
 
 
 def router() -> APIRouter:
@@ -114,13 +105,8 @@ def webhooks_page(
     *,
     typed: EndpointForm | None = None,
     found: dict[str, str] | None = None,
-    secret: tuple[Endpoint, str] | None = None,
-    rotated: bool = False,
-    tested: Tested | None = None,
-    replayed: replay_notice.Replayed | None = None,
 ) -> Response:
-    """The tab; ``secret`` is a signing secret to show once (new, or ``rotated``), ``tested``
-    a Send test outcome, ``replayed`` a replay's."""
+    """The tab; ``typed`` and ``found``: the Add form again, with its errors."""
     return ui_base.page(
         request,
         "webhooks.html",
@@ -129,36 +115,27 @@ def webhooks_page(
         endpoints=views(session, club.id),
         typed=typed or EndpointForm(),
         errors=found or {},
-        secret=secret,
-        rotated=rotated,
-        tested=tested,
-        replayed=replayed,
         emails=ui_emails.panel(request, session, club),
     )
 
 
 def webhooks_tab(request: Request, staff: Staff, slug: str) -> Response:
-    """The tab; after a replay, once, what it did (``replay_notice``)."""
-    replayed = replay_notice.taken(request)
-    with ui_base.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
-        shown = webhooks_page(request, session, club, replayed=replayed)
-    if replayed is not None:
-        secure = security.is_https(request, ui_base.settings_of(request))
-        replay_notice.forget(shown, tab_url(club), secure=secure)
-    return shown
+    with context.transaction(request) as session:
+        return webhooks_page(request, session, ui_base.club_for(session, staff, slug))
 
 
 def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) -> Response:
-    """A new endpoint; its signing secret is shown once, on this very response."""
-    settings = ui_base.settings_of(request)
+    """A new endpoint; its signing secret is shown once, on the tab the answer goes back to."""
+    settings = context.of(request).settings
 
     def step(session: Session, club: Club) -> Response:
-        now = ui_base.now(request)
-        created = endpoints.create_endpoint(
+        now = context.now(request)
+        endpoint, secret = endpoints.create_endpoint(
             session, club, form.url, form.event, now, settings, max_rate=form.rate()
         )
-        return webhooks_page(request, session, club, secret=created)
+        said = flashes.Flash("endpoint-created", f"Endpoint {endpoint.url} added.", secret=secret)
+        ui_base.flash(request, session, staff, said)
+        return ui_base.redirect(tab_url(club))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return webhooks_page(request, session, club, 422, typed=form, found=found)
@@ -167,7 +144,7 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
 
 
 def edit_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
     return _edit_page(request, club, endpoint, EndpointForm.of(endpoint))
@@ -195,13 +172,15 @@ def _edit_page(
 def update_endpoint(
     request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled
 ) -> Response:
-    settings = ui_base.settings_of(request)
+    settings = context.of(request).settings
 
     def step(session: Session, club: Club) -> Response:
-        now = ui_base.now(request)
-        endpoints.update_endpoint(
+        now = context.now(request)
+        endpoint = endpoints.update_endpoint(
             session, club.id, endpoint_id, now, settings, form.url, form.event, max_rate=form.rate()
         )
+        said = f"Endpoint {endpoint.url} saved."
+        ui_base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
         return ui_base.redirect(tab_url(club, endpoint_id))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
@@ -212,7 +191,7 @@ def update_endpoint(
 
 
 def _confirm(request: Request, staff: Staff, slug: str, endpoint_id: str, name: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
     return ui_base.page(request, name, club=club, endpoint=endpoint)
@@ -223,9 +202,11 @@ def delete_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> 
 
 
 def delete_endpoint(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
-        endpoints.delete_endpoint(session, club.id, endpoint_id)
+        deleted = endpoints.delete_endpoint(session, club.id, endpoint_id)
+        said = f"Endpoint {deleted.url} deleted, with its deliveries."
+        ui_base.flash(request, session, staff, flashes.Flash("endpoint-deleted", said))
     return ui_base.redirect(tab_url(club))
 
 
@@ -234,14 +215,17 @@ def rotate_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> 
 
 
 def rotate_secret(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
-    """A new signing secret, shown once on this response; the old one stops at once."""
-    settings = ui_base.settings_of(request)
-    with ui_base.transaction(request) as session:
+    """A new signing secret, shown once on the tab the answer goes back to; the old one stops
+    at once."""
+    settings = context.of(request).settings
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
-        now = ui_base.now(request)
+        now = context.now(request)
         secret = endpoints.rotate_secret(session, club.id, endpoint_id, now, settings)
-        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-        return webhooks_page(request, session, club, secret=(endpoint, secret), rotated=True)
+        url = endpoints.get_endpoint(session, club.id, endpoint_id).url
+        said = flashes.Flash("secret-rotated", f"Signing secret of {url} rotated.", secret=secret)
+        ui_base.flash(request, session, staff, said)
+    return ui_base.redirect(tab_url(club))
 
 
 def enable(
@@ -252,15 +236,27 @@ def enable(
     resend_skipped: Annotated[str, Form()] = "",
 ) -> Response:
     """Switch on (dead in a row back to 0), resending what was skipped if asked to."""
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
-        now = ui_base.now(request)
-        endpoints.enable_endpoint(session, club.id, endpoint_id, now, resend_skipped == "yes")
+        now = context.now(request)
+        endpoint, resent = endpoints.enable_endpoint(
+            session, club.id, endpoint_id, now, resend_skipped == "yes"
+        )
+        said = f"Endpoint {endpoint.url} switched on." + _resent(resent)
+        ui_base.flash(request, session, staff, flashes.Flash("endpoint-enabled", said))
     return ui_base.redirect(tab_url(club, endpoint_id))
 
 
+def _resent(count: int) -> str:
+    if not count:
+        return ""
+    return f" {count} skipped {'delivery' if count == 1 else 'deliveries'} will be sent again."
+
+
 def disable(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
-    with ui_base.transaction(request) as session:
+    with context.transaction(request) as session:
         club = ui_base.club_for(session, staff, slug)
-        endpoints.disable_endpoint(session, club.id, endpoint_id, ui_base.now(request))
+        endpoint = endpoints.disable_endpoint(session, club.id, endpoint_id, context.now(request))
+        said = f"Endpoint {endpoint.url} switched off."
+        ui_base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
     return ui_base.redirect(tab_url(club, endpoint_id))

@@ -1,6 +1,7 @@
 // clubwire settings area: the copy button of a secret shown once (without JavaScript the
-// button stays hidden and the secret is plain, selectable text), and a guard for forms htmx
-// posts in the background. No inline script anywhere (CSP).
+// button stays hidden and the secret is plain, selectable text), the secret taken off a page
+// the browser keeps for Back, and a guard for forms htmx posts in the background. No inline
+// script anywhere (CSP).
 (function () {
   "use strict";
 
@@ -71,6 +72,11 @@
       again.focus();
     }
     focusedId = null;
+  });
+  // A secret is shown once: a page the browser keeps to go Back to (its back/forward cache)
+  // keeps it without the secret.
+  window.addEventListener("pagehide", function () {
+    document.querySelectorAll("section.secret").forEach(function (panel) { panel.remove(); });
   });
   document.addEventListener("DOMContentLoaded", function () { reveal(document); });
   // htmx swaps new content in (hx-boost): reveal its copy buttons too.

@@ -1,0 +1,43 @@
+"""Flashes on both databases (ADR 0014): read once, even by two readers at the same moment."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from clubwire.services import flashes, users, web_sessions
+from clubwire.settings import Settings
+from tests.factories import EPOCH
+
+SAID = flashes.Flash("key-created", "API key abc created.", secret="cw_live_abc_secret")
+
+
+def _session_id(sessions: sessionmaker[Session]) -> str:
+    with sessions.begin() as session:
+        user = users.create_user(session, "admin@granite.example", "pw-0123456789ab", EPOCH)
+        token = web_sessions.start(session, user, EPOCH)
+        found = web_sessions.find(session, token, EPOCH)
+    assert found is not None
+    return found.session_id
+
+
+def test_of_two_readers_at_once_only_one_gets_the_flash(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Two tabs loading at once: the second reader's delete waits for the first's to commit,
+    then finds nothing (PostgreSQL's row lock; SQLite's single writer)."""
+    session_id = _session_id(sessions)
+    with sessions.begin() as session:
+        flashes.add(session, settings, session_id, SAID, EPOCH)
+
+    def take() -> list[flashes.Flash]:
+        with sessions.begin() as session:
+            return flashes.take(session, settings, session_id, EPOCH)
+
+    with ThreadPoolExecutor(1) as pool:
+        with sessions.begin() as first:
+            taken = flashes.take(first, settings, session_id, EPOCH)
+            second = pool.submit(take)
+        assert taken == [SAID]
+        assert second.result(timeout=10) == []
