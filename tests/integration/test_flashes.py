@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.services import flashes, users, web_sessions
@@ -41,3 +42,25 @@ def test_of_two_readers_at_once_only_one_gets_the_flash(
             second = pool.submit(take)
         assert taken == [SAID]
         assert second.result(timeout=10) == []
+
+
+def test_a_page_with_no_flash_writes_nothing(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Most pages have nothing to tell: they only read, so they never wait for (or hold)
+    SQLite's one write lock, which the worker's records need too."""
+    session_id = _session_id(sessions)
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    engine = sessions.kw["bind"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with sessions.begin() as session:
+            assert flashes.take(session, settings, session_id, EPOCH) == []
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert statements
+    assert all(statement.lstrip().upper().startswith("SELECT") for statement in statements)
