@@ -99,18 +99,21 @@ def _introduce(url: str, tls: receiving.Authority, status: int) -> None:
 
 
 def _show(arrival: receiving.Arrival) -> None:
-    click.echo(f"{time.strftime('%H:%M:%S')} {arrival.summary()}")
-    if arrival.signed_at is None:
-        return
-    age = round(time.time() - arrival.signed_at)
-    click.echo(f"  signature  t={arrival.signed_at} ({age} s ago): v1 matches the secret")
-    envelope = arrival.envelope()
-    shown = (
-        orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode()
-        if envelope is not None
-        else arrival.body.decode(errors="replace")
-    )
-    click.echo("".join(f"  {line}\n" for line in shown.splitlines()))
+    """A delivery's block, in one write: piped into another program, a block is never seen
+    in part."""
+    lines = [f"{time.strftime('%H:%M:%S')} {arrival.summary()}"]
+    if arrival.signed_at is not None:
+        age = round(time.time() - arrival.signed_at)
+        lines.append(f"  signature  t={arrival.signed_at} ({age} s ago): v1 matches the secret")
+        envelope = arrival.envelope()
+        shown = (
+            orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode()
+            if envelope is not None
+            else arrival.body.decode(errors="replace")
+        )
+        lines += [f"  {line}" for line in shown.splitlines()]
+        lines.append("")  # a blank line after the body
+    click.echo("\n".join(lines))
 
 
 async def _listen(
