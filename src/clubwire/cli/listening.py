@@ -99,8 +99,13 @@ def _introduce(url: str, tls: receiving.Authority, status: int) -> None:
 
 
 def _show(arrival: receiving.Arrival) -> None:
-    """A delivery's block, in one write: piped into another program, a block is never seen
-    in part."""
+    """In one write: piped into another program, a block is never seen in part."""
+    click.echo(block(arrival), nl=False)
+
+
+def block(arrival: receiving.Arrival) -> str:
+    """What ``listen`` prints for a delivery: its summary; when verified, the signature's
+    age and the body (indented JSON when it is an object), then a blank line."""
     lines = [f"{time.strftime('%H:%M:%S')} {arrival.summary()}"]
     if arrival.signed_at is not None:
         age = round(time.time() - arrival.signed_at)
@@ -113,7 +118,7 @@ def _show(arrival: receiving.Arrival) -> None:
         )
         lines += [f"  {line}" for line in shown.splitlines()]
         lines.append("")  # a blank line after the body
-    click.echo("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 async def _listen(
