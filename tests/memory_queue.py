@@ -96,7 +96,7 @@ class MemoryQueue(Queue):
         connection: Connection,
         now: datetime,
         wants: Mapping[str, int],
-        held: Collection[str],
+        held: Mapping[str, Collection[str]],
     ) -> list[Row]:
         rows: list[Row] = []
         for endpoint_id, count in wants.items():
@@ -106,7 +106,7 @@ class MemoryQueue(Queue):
                 if waiting.endpoint_id == endpoint_id
                 and waiting.due is not None
                 and waiting.due <= now
-                and delivery_id not in held
+                and delivery_id not in held.get(endpoint_id, ())
             )
             for _, delivery_id in due[:count]:
                 waiting = self.deliveries[delivery_id]

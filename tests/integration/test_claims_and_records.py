@@ -120,6 +120,21 @@ def test_a_claim_writes_no_delivery(sessions: sessionmaker[Session], settings: S
     assert after == before
 
 
+def test_a_claimed_job_carries_its_event_body_byte_for_byte(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Signatures cover the stored bytes, so a claim hands them over exactly, whatever they
+    hold (SQLite's claim reads a lane's jobs as one JSON row, bodies in hex)."""
+    body = b'{"id":"evt_1","data":"\x00\xff\xfe \xe2\x80\xae \\u0000 \n"}'
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, settings)
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+        session.execute(text("UPDATE events SET body = :body"), {"body": body})
+    [job] = _claim(sessions)
+    assert (job.body, job.kind) == (body, "registration.created")
+
+
 def test_a_lane_given_back_is_due_when_its_next_delivery_is(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
@@ -347,7 +362,7 @@ def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
         assert {job.endpoint_id for job in jobs} == {first.id}
         assert [event_catalog.id_of(job.body) for job in jobs] == [published[1].id, published[0].id]
         wants = {endpoint_id: (lane, 100, now + LEASE) for endpoint_id, lane in lanes.items()}
-        held = [job.delivery_id for job in jobs]
+        held = {first.id: [job.delivery_id for job in jobs]}
         left = claims.claim(session, now, ME, wants, held)
     assert {(job.endpoint_id, event_catalog.id_of(job.body)) for job in left} == {
         (first.id, published[2].id),

@@ -56,14 +56,14 @@ def claim(
     now: datetime,
     token: str,
     wants: Mapping[str, tuple[Lane, int, datetime]],
-    held: Collection[str] = (),
+    held: Mapping[str, Collection[str]] | None = None,
 ) -> list[Job]:
-    """Up to ``count`` due deliveries of each wanted lane, oldest first, but for those
-    ``held`` (claimed already and not recorded yet), as jobs under the lane's lease (until
-    its time): nothing is written."""
+    """Up to ``count`` due deliveries of each wanted lane, oldest first, but for those the
+    lane holds (``held``, by endpoint: claimed already and not recorded yet), as jobs under
+    the lane's lease (until its time): nothing is written."""
     connection = session.connection()
     counts = {endpoint_id: count for endpoint_id, (_, count, _) in wants.items()}
-    rows = queue.of(connection.dialect.name).jobs(connection, now, counts, held)
+    rows = queue.of(connection.dialect.name).jobs(connection, now, counts, held or {})
     jobs = []
     for row in rows:
         lane, _, until = wants[row[1]]

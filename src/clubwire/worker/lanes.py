@@ -235,9 +235,11 @@ class LanePolicy:
     def claim_failed(self) -> None:
         self._discover = True
 
-    def held_ids(self) -> set[str]:
-        """Every job claimed and not recorded yet: the claim reads past them."""
-        return {delivery_id for lane in self.lanes.values() for delivery_id in lane.claimed}
+    def unrecorded(self, endpoint_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Each of these lanes' jobs claimed and not recorded yet (a copy: the claim reads it
+        on another thread), which its claim reads past: a lane's claim costs the same
+        however many jobs the other lanes hold."""
+        return {endpoint_id: list(self.lanes[endpoint_id].claimed) for endpoint_id in endpoint_ids}
 
     # -- runners ------------------------------------------------------------------------------
 

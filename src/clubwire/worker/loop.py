@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -109,7 +109,7 @@ class Worker:
             self._lanes.held(leased, renew, asked, loop.time(), until)
         wants = self._lanes.wants()
         if wants:
-            held = self._lanes.held_ids()
+            held = self._lanes.unrecorded(wants)
             jobs = await self._link.claiming(self._claim_jobs, now, wants, held)
             for endpoint_id in self._lanes.deal(jobs, wants):
                 runner = asyncio.create_task(self._run_lane(endpoint_id))
@@ -250,7 +250,9 @@ class Worker:
         with self._link.sessions.begin() as session:
             return claims.take_lanes(session, now, until, self._token, count, named, renew)
 
-    def _claim_jobs(self, now: datetime, wants: Wants, held: set[str]) -> list[Job]:
+    def _claim_jobs(
+        self, now: datetime, wants: Wants, held: Mapping[str, Collection[str]]
+    ) -> list[Job]:
         with self._link.sessions() as session:
             return claims.claim(session, now, self._token, wants, held)
 

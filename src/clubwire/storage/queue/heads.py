@@ -216,10 +216,11 @@ class Queue:
         connection: Connection,
         now: datetime,
         wants: Mapping[str, int],
-        held: Collection[str],
+        held: Mapping[str, Collection[str]],
     ) -> list[Row]:
         """Up to ``wants[endpoint]`` of each endpoint's due deliveries, oldest first, but
-        for those in ``held`` (claimed already, not recorded yet); nothing is written."""
+        for those in ``held[endpoint]`` (claimed already, not recorded yet); nothing is
+        written."""
         raise NotImplementedError
 
     def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:

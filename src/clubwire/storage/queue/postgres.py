@@ -27,16 +27,17 @@ IDS_PER_NOTIFY = 200
 RECONNECT_AFTER = 1.0
 
 
-# The picked ids become an array, so the plan reads deliveries through their index.
+# Each lane reads its deliveries through their index, past the ones it holds.
 _JOBS = text(
     """
     SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger
-    FROM json_to_recordset(CAST(:wants AS JSON)) AS w (endpoint_id VARCHAR, count INTEGER)
+    FROM json_to_recordset(CAST(:wants AS JSON))
+        AS w (endpoint_id VARCHAR, count INTEGER, held VARCHAR[])
     CROSS JOIN LATERAL (
         SELECT id, endpoint_id, event_id, status, attempt, next_trigger, next_attempt_at
         FROM deliveries
         WHERE endpoint_id = w.endpoint_id AND next_attempt_at <= :now
-            AND id <> ALL(CAST(:held AS VARCHAR[]))
+            AND id <> ALL(w.held)
         ORDER BY next_attempt_at
         LIMIT w.count) AS d
     JOIN events AS e ON e.id = d.event_id
@@ -86,12 +87,17 @@ class PostgresQueue(Queue):
         connection: Connection,
         now: datetime,
         wants: Mapping[str, int],
-        held: Collection[str],
+        held: Mapping[str, Collection[str]],
     ) -> list[Row]:
         if not wants:
             return []
-        document = rows.document([{"endpoint_id": e, "count": n} for e, n in wants.items()])
-        found = connection.execute(_JOBS, {"wants": document, "now": now, "held": list(held)})
+        document = rows.document(
+            [
+                {"endpoint_id": e, "count": n, "held": list(held.get(e, ()))}
+                for e, n in wants.items()
+            ]
+        )
+        found = connection.execute(_JOBS, {"wants": document, "now": now})
         return [tuple(row) for row in found]
 
     def link(self, sessions: sessionmaker[Session]) -> Link:

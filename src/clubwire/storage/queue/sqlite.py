@@ -1,7 +1,7 @@
-"""The delivery queue on SQLite: one statement per lane (no ``LATERAL``), results recorded
-from JSON documents, and the one worker woken by another connection's commit to the database
-file, seen by ``PRAGMA data_version`` (a read of shared memory: microseconds), whichever
-process made it."""
+"""The delivery queue on SQLite: one statement per lane (no ``LATERAL``), which returns the
+lane's jobs as one JSON row; results recorded from JSON documents; and the one worker woken
+by another connection's commit to the database file, seen by ``PRAGMA data_version`` (a
+read of shared memory: microseconds), whichever process made it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
+import orjson
 from sqlalchemy import Connection, text
 from sqlalchemy.dialects.sqlite import insert
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,14 +28,22 @@ CHECK_EVERY = 0.02
 DATA_VERSION = "PRAGMA data_version"
 
 
+# A lane's due deliveries as one JSON array in one row (bodies in hex, exact for any bytes).
+# The sqlite3 module gives up the interpreter lock for every row it steps to, so a row per
+# delivery made the claims' thread and the event loop trade the lock once per delivery (ADR
+# 0008, session 11). SQLite 3.40's aggregates keep no order: each row carries its due time.
 _JOBS = text(
     """
-    SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger
-    FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
-    WHERE d.endpoint_id = :endpoint AND d.next_attempt_at <= :now
-        AND d.id NOT IN (SELECT value FROM json_each(:held))
-    ORDER BY d.next_attempt_at
-    LIMIT :count
+    SELECT json_group_array(json_array(
+        id, endpoint_id, kind, hex(body), status, attempt, next_trigger, next_attempt_at))
+    FROM (
+        SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger,
+            d.next_attempt_at
+        FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
+        WHERE d.endpoint_id = :endpoint AND d.next_attempt_at <= :now
+            AND d.id NOT IN (SELECT value FROM json_each(:held))
+        ORDER BY d.next_attempt_at
+        LIMIT :count)
     """
 ).bindparams(rows.NOW)
 
@@ -82,13 +91,18 @@ class SqliteQueue(Queue):
         connection: Connection,
         now: datetime,
         wants: Mapping[str, int],
-        held: Collection[str],
+        held: Mapping[str, Collection[str]],
     ) -> list[Row]:
         found: list[Row] = []
-        held_document = rows.document(list(held))
         for endpoint_id, count in wants.items():
+            held_document = rows.document(list(held.get(endpoint_id, ())))
             values = {"endpoint": endpoint_id, "count": count, "now": now, "held": held_document}
-            found += [tuple(row) for row in connection.execute(_JOBS, values)]
+            lane = orjson.loads(connection.execute(_JOBS, values).scalar_one())
+            lane.sort(key=lambda row: row[7])
+            found += [
+                (id_, endpoint, kind, bytes.fromhex(body), status, attempt, trigger)
+                for id_, endpoint, kind, body, status, attempt, trigger, _ in lane
+            ]
         return found
 
     def link(self, sessions: sessionmaker[Session]) -> Link:
