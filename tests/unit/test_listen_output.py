@@ -23,6 +23,15 @@ def test_a_body_that_is_not_json_is_shown_as_text_with_its_bad_bytes_replaced() 
     assert listening.block(arrival).endswith("\n  ok\ufffd\n  line two\n\n")
 
 
+def test_control_characters_in_a_body_are_shown_escaped_not_sent_to_the_terminal() -> None:
+    clear_screen = b"ok\x1b[2J\x07 \xe2\x80\xae"  # ESC [2J, BEL, right-to-left override
+    arrival = Arrival("payment.completed", "dlv_1", clear_screen, 200, 0.01, 1_700_000_000)
+    assert listening.block(arrival).endswith("\n  ok\\x1b[2J\\x07 \\u202e\n\n")
+    envelope = b'{"id":"evt_0123","data":{"note":"\xe2\x80\xaeevil"}}'
+    arrival = Arrival("payment.completed", "dlv_1", envelope, 200, 0.01, 1_700_000_000)
+    assert '"note": "\\u202eevil"' in listening.block(arrival)
+
+
 def test_a_rejected_delivery_is_its_summary_alone() -> None:
     arrival = Arrival("payment.completed", "dlv_1", b"\xff\x00", 400, 0.01, None, "bad")
     printed = listening.block(arrival)

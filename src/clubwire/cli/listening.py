@@ -16,7 +16,7 @@ import pydantic
 
 from clubwire import errors, receiving
 from clubwire.cli.base import cli
-from clubwire.domain import webhook_secrets
+from clubwire.domain import text, webhook_secrets
 from clubwire.settings import Settings, load_settings
 
 PATH = "/webhooks"
@@ -105,7 +105,9 @@ def _show(arrival: receiving.Arrival) -> None:
 
 def block(arrival: receiving.Arrival) -> str:
     """What ``listen`` prints for a delivery: its summary; when verified, the signature's
-    age and the body (indented JSON when it is an object), then a blank line."""
+    age and the body (indented JSON when it is an object), then a blank line. The body's
+    control characters and bidirectional overrides are shown escaped (``\x1b``): a body
+    never moves the terminal's cursor, clears it or reorders what it shows."""
     lines = [f"{time.strftime('%H:%M:%S')} {arrival.summary()}"]
     if arrival.signed_at is not None:
         age = round(time.time() - arrival.signed_at)
@@ -116,7 +118,7 @@ def block(arrival: receiving.Arrival) -> str:
             if envelope is not None
             else arrival.body.decode(errors="replace")
         )
-        lines += [f"  {line}" for line in shown.splitlines()]
+        lines += [f"  {text.cleaned(line, sys.maxsize)}" for line in shown.splitlines()]
         lines.append("")  # a blank line after the body
     return "\n".join(lines) + "\n"
 
