@@ -1,9 +1,12 @@
 """The delivery benchmark's report: the outcome on each database, its targets, and the tables.
 
 ``Outcome`` gathers what was measured on one database, every run of each kind; the best run of
-each kind counts, and is held to the targets below. ``report`` prints one table per database,
-and after it the lines ``backlog <N> change <±x.x> %`` (with ``--backlog``) and ``workers <N>
-change <±x.x> % duplicates <n>`` (with ``--workers``, PostgreSQL) for scripts to read.
+each kind counts, and is held to the targets below. Beside the ratio of the best runs, the
+median of each round's ratio: on a shared machine whose speed moves by 20-30 % from one
+minute to the next, the steadier of the two for comparing builds. ``report`` prints one
+table per database, and after it the lines ``backlog <N> change <±x.x> %`` (with
+``--backlog``) and ``workers <N> change <±x.x> % duplicates <n>`` (with ``--workers``,
+PostgreSQL) for scripts to read.
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ class Outcome:
     def ratio(self) -> float:
         bare = best(self.bare).rate
         return best(self.ours).rate / bare if bare else 0.0
+
+    @property
+    def round_ratios(self) -> list[float]:
+        """Each round's worker against the bare sender of the same round: run seconds apart,
+        so that a machine whose speed moves between rounds moves both sides."""
+        pairs = zip(self.ours, self.bare, strict=True)
+        return [ours.rate / bare.rate for ours, bare in pairs if bare.rate]
 
     @property
     def silent_change(self) -> float:
@@ -159,6 +169,7 @@ def report(outcome: Outcome) -> None:
         ("deliveries/s, worker", f"{best(o.ours).rate:,.0f}", runs(o.ours)),
         ("deliveries/s, bare", f"{best(o.bare).rate:,.0f}", runs(o.bare)),
         ("ratio ours/bare", f"{o.ratio:.2f}", f"target ≥ {TARGET_RATIO}: {met(o.ratio_met)}"),
+        ("ratio, by round", round_cell(o), round_note(o)),
         ("CPU µs per delivery", cpu_cell(o), cpu_note(o)),
         ("light load p50", f"{p50:.1f} ms", f"target < {TARGET_P50_MS:.0f} ms: {met(o.p50_met)}"),
         ("light load p99", f"{p99:.1f} ms", f"{LIGHT_EVENTS - o.light_lost} of {LIGHT_EVENTS}"),
@@ -184,6 +195,16 @@ def report(outcome: Outcome) -> None:
             f"workers {o.worker_count} change {o.workers_change:+.1f} % duplicates {duplicates}"
             f"   ({target})"
         )
+
+
+def round_cell(outcome: Outcome) -> str:
+    ratios = outcome.round_ratios
+    return f"{statistics.median(ratios):.2f}" if ratios else "-"
+
+
+def round_note(outcome: Outcome) -> str:
+    shown = " · ".join(f"{ratio:.2f}" for ratio in outcome.round_ratios)
+    return f"median of each round's worker / bare: {shown}"
 
 
 def cpu_cell(outcome: Outcome) -> str:
