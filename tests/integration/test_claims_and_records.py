@@ -18,6 +18,7 @@ from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database, queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
+from clubwire.storage.queue import rows
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
@@ -513,3 +514,58 @@ def test_a_workers_postgresql_connection_never_waits_to_flush_nor_compiles(
     finally:
         engine.dispose()
     assert shown == ["off", "off"]
+
+
+def test_recording_finds_its_rows_by_key_even_after_an_analyse_of_an_empty_table(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """As after retention pruned everything: the statistics say the deliveries are none,
+    while thousands are there. Each record statement still reaches the batch's rows through
+    the primary key, never by reading the whole table."""
+    if settings.is_sqlite:
+        pytest.skip("clubwire runs no ANALYZE on SQLite; its planner keeps no such statistics")
+    with sessions.begin() as session:
+        session.execute(text("ANALYZE deliveries"))
+    _world(sessions, settings, count=3)
+    with sessions.begin() as session:
+        session.execute(text(_MANY_DELIVERIES))
+    jobs = _claim(sessions)
+    now = EPOCH
+    results = [
+        Result(job, now, True, 200, None, 12, "ok", judge(job, True, now, SCHEDULE, 0.5))
+        for job in jobs
+    ]
+    postgres = queue.of("postgresql")
+    with sessions() as session:
+        connection = session.connection()
+        values = {"results": rows.batch(results, connection.dialect), "ids": rows.ids(results)}
+        scanned = [
+            _tables_read_whole(
+                connection.execute(
+                    text(f"EXPLAIN (FORMAT JSON) {statement.text}"), {**values, "now": now}
+                ).scalar_one()
+            )
+            for statement in (postgres._insert_attempts, postgres._move)
+        ]
+    assert len(jobs) == 3
+    assert scanned == [set(), set()]
+
+
+# Thousands of finished deliveries beside the due ones, behind the statistics' back.
+_MANY_DELIVERIES = """
+    INSERT INTO deliveries (id, club_id, event_id, endpoint_id, status, attempt,
+        next_trigger, created_at, updated_at)
+    SELECT 'dlv_many_' || n, d.club_id, d.event_id, d.endpoint_id, 'succeeded', 1,
+        'scheduled', d.created_at, d.updated_at
+    FROM generate_series(1, 5000) AS n, (SELECT * FROM deliveries LIMIT 1) AS d
+"""
+
+
+def _tables_read_whole(plan: object) -> set[str]:
+    """The relations a JSON plan reads with a sequential scan."""
+    if isinstance(plan, list):
+        return set().union(*(_tables_read_whole(item) for item in plan))
+    if not isinstance(plan, dict):
+        return set()
+    found = {plan["Relation Name"]} if plan.get("Node Type") == "Seq Scan" else set()
+    return found.union(*(_tables_read_whole(value) for value in plan.values()))

@@ -152,8 +152,8 @@ class Queue:
     subclasses give what their database does its own way."""
 
     _insert: Callable[[Table], Any]  # the database's INSERT with ON CONFLICT
-    _insert_attempts: TextClause  # attempts from the JSON document ``:attempts``
-    _move: TextClause  # deliveries moved by the JSON document ``:moves``
+    _insert_attempts: TextClause  # attempts from the batch's JSON document ``:results``
+    _move: TextClause  # deliveries moved by the same document
 
     def mark_due(
         self, connection: Connection, endpoint_ids: Collection[str], now: datetime
@@ -226,17 +226,14 @@ class Queue:
     def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:
         """Store the attempts and move each delivery as its verdict says, unless another
         attempt of it was recorded first (its attempts or status no longer what the job
-        read); attempts of deliveries deleted meanwhile are dropped. Two statements, each
-        reading the batch as one JSON document (``rows``)."""
+        read); attempts of deliveries deleted meanwhile are dropped. Two statements, both
+        reading the batch as one JSON document (``rows.batch``)."""
         if not results:
             return
-        dialect = connection.dialect
-        ids = [result.job.delivery_id for result in results]
-        values = {"attempts": rows.attempts(results, dialect), "ids": ids}
+        batch = rows.batch(results, connection.dialect)
+        values = {"results": batch, "ids": rows.ids(results), "now": now}
         connection.execute(self._insert_attempts, values)
-        connection.execute(
-            self._move, {"moves": rows.moves(results, dialect), "ids": ids, "now": now}
-        )
+        connection.execute(self._move, values)
 
     def give_back(
         self, connection: Connection, endpoint_ids: Collection[str], token: str, now: datetime

@@ -46,25 +46,29 @@ _JOBS = text(
 ).bindparams(rows.NOW)
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+# The batch's rows, found through the primary key (never a scan of the table, whatever the
+# statistics say): attempts of deliveries deleted meanwhile are dropped.
+_BATCH = "deliveries.id = ANY(string_to_array(:ids, ' '))"
+_RESULTS = """json_to_recordset(CAST(:results AS JSON)) AS m (
+        id VARCHAR, number INTEGER, trigger VARCHAR, started_at TIMESTAMPTZ,
+        duration_ms INTEGER, response_code INTEGER, error VARCHAR, excerpt TEXT,
+        was VARCHAR, status VARCHAR, next_attempt_at TIMESTAMPTZ)"""
 _INSERT_ATTEMPTS = text(
-    """
+    f"""
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
         response_code, error, excerpt)
-    SELECT a.* FROM json_to_recordset(CAST(:attempts AS JSON)) AS a (
-        delivery_id VARCHAR, number INTEGER, trigger VARCHAR, started_at TIMESTAMPTZ,
-        duration_ms INTEGER, response_code INTEGER, error VARCHAR, excerpt TEXT)
-    WHERE a.delivery_id IN (SELECT id FROM deliveries WHERE id = ANY(CAST(:ids AS VARCHAR[])))
-    """
+    SELECT m.id, m.number, m.trigger, m.started_at, m.duration_ms, m.response_code, m.error,
+        m.excerpt
+    FROM {_RESULTS}
+    WHERE m.id IN (SELECT id FROM deliveries WHERE {_BATCH})
+    """  # noqa: S608 (constants of ours, not input)
 )
 _MOVE = text(
     f"""
     UPDATE deliveries SET {rows.MOVED}
-    FROM json_to_recordset(CAST(:moves AS JSON)) AS m (
-        id VARCHAR, was VARCHAR, attempt INTEGER, status VARCHAR,
-        next_attempt_at TIMESTAMPTZ, response_code INTEGER)
-    WHERE deliveries.id = ANY(CAST(:ids AS VARCHAR[]))
-        AND {rows.STILL_AS_READ}
-    """  # noqa: S608 (a constant of ours, not input)
+    FROM {_RESULTS}
+    WHERE {_BATCH} AND {rows.STILL_AS_READ}
+    """  # noqa: S608 (constants of ours, not input)
 ).bindparams(rows.NOW)
 
 
@@ -98,7 +102,7 @@ class PostgresQueue(Queue):
             ]
         )
         found = connection.execute(_JOBS, {"wants": document, "now": now})
-        return [tuple(row) for row in found]
+        return [tuple(row) for row in found.all()]
 
     def link(self, sessions: sessionmaker[Session]) -> Link:
         return PostgresLink(sessions)

@@ -1,5 +1,6 @@
-"""A batch of results as the rows the record statements read, one JSON document per batch:
-a fraction of the work of a row-by-row ``executemany`` for client and server."""
+"""A batch of results as the rows the record statements read, one JSON document per batch
+(``:results``, row ``m``): a fraction of the work of a row-by-row ``executemany`` for client
+and server."""
 
 from __future__ import annotations
 
@@ -21,20 +22,22 @@ NOW = bindparam("now", type_=UTCDateTime())
 # The columns a recorded attempt sets on its delivery, from the document's row ``m``, with
 # the guard that the delivery is still as its job read it.
 MOVED = f"""
-    status = m.status, attempt = m.attempt, next_attempt_at = m.next_attempt_at,
+    status = m.status, attempt = m.number, next_attempt_at = m.next_attempt_at,
     next_trigger = '{Trigger.SCHEDULED}', response_code = m.response_code, updated_at = :now
 """
 STILL_AS_READ = (
-    "deliveries.id = m.id AND deliveries.attempt = m.attempt - 1 AND deliveries.status = m.was"
+    "deliveries.id = m.id AND deliveries.attempt = m.number - 1 AND deliveries.status = m.was"
 )
 
 
-def attempts(results: Sequence[Result], dialect: Dialect) -> str:
+def batch(results: Sequence[Result], dialect: Dialect) -> str:
+    """Each result's attempt and its delivery's next state, with the status the delivery must
+    still have for the move to apply: the one document both record statements read."""
     stored = _stored_times(dialect)
     return document(
         [
             {
-                "delivery_id": result.job.delivery_id,
+                "id": result.job.delivery_id,
                 "number": result.job.attempts_made + 1,
                 "trigger": str(result.job.trigger),
                 "started_at": stored(result.started_at),
@@ -42,28 +45,20 @@ def attempts(results: Sequence[Result], dialect: Dialect) -> str:
                 "response_code": result.response_code,
                 "error": result.error,
                 "excerpt": result.excerpt,
-            }
-            for result in results
-        ]
-    )
-
-
-def moves(results: Sequence[Result], dialect: Dialect) -> str:
-    """Each delivery's next state, and the status it must still have for the move to apply."""
-    stored = _stored_times(dialect)
-    return document(
-        [
-            {
-                "id": result.job.delivery_id,
                 "was": str(result.job.status),
-                "attempt": result.job.attempts_made + 1,
                 "status": str(result.verdict.status),
                 "next_attempt_at": stored(result.verdict.next_attempt_at),
-                "response_code": result.response_code,
             }
             for result in results
         ]
     )
+
+
+def ids(results: Sequence[Result]) -> str:
+    """The batch's delivery ids, space-separated (ids hold no spaces): one text parameter,
+    which PostgreSQL splits (``string_to_array``) for an index scan of the batch's rows. A
+    list parameter would cost the driver a quoting check per id."""
+    return " ".join(result.job.delivery_id for result in results)
 
 
 def document(rows: Sequence[object]) -> str:

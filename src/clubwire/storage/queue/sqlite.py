@@ -47,34 +47,38 @@ _JOBS = text(
     """
 ).bindparams(rows.NOW)
 
+# The batch's rows (``m``), each found through the primary key.
+_RESULTS = """m AS (
+        SELECT
+            json_extract(value, '$.id') AS id,
+            json_extract(value, '$.number') AS number,
+            json_extract(value, '$.trigger') AS trigger,
+            json_extract(value, '$.started_at') AS started_at,
+            json_extract(value, '$.duration_ms') AS duration_ms,
+            json_extract(value, '$.response_code') AS response_code,
+            json_extract(value, '$.error') AS error,
+            json_extract(value, '$.excerpt') AS excerpt,
+            json_extract(value, '$.was') AS was,
+            json_extract(value, '$.status') AS status,
+            json_extract(value, '$.next_attempt_at') AS next_attempt_at
+        FROM json_each(:results))"""
 _INSERT_ATTEMPTS = text(
-    """
+    f"""
+    WITH {_RESULTS}
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
         response_code, error, excerpt)
-    SELECT
-        json_extract(value, '$.delivery_id'), json_extract(value, '$.number'),
-        json_extract(value, '$.trigger'), json_extract(value, '$.started_at'),
-        json_extract(value, '$.duration_ms'), json_extract(value, '$.response_code'),
-        json_extract(value, '$.error'), json_extract(value, '$.excerpt')
-    FROM json_each(:attempts)
-    WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = json_extract(value, '$.delivery_id'))
-    """
+    SELECT id, number, trigger, started_at, duration_ms, response_code, error, excerpt
+    FROM m
+    WHERE EXISTS (SELECT 1 FROM deliveries WHERE deliveries.id = m.id)
+    """  # noqa: S608 (constants of ours, not input)
 )
 _MOVE = text(
     f"""
-    WITH m AS (
-        SELECT
-            json_extract(value, '$.id') AS id,
-            json_extract(value, '$.was') AS was,
-            json_extract(value, '$.attempt') AS attempt,
-            json_extract(value, '$.status') AS status,
-            json_extract(value, '$.next_attempt_at') AS next_attempt_at,
-            json_extract(value, '$.response_code') AS response_code
-        FROM json_each(:moves))
+    WITH {_RESULTS}
     UPDATE deliveries SET {rows.MOVED}
     FROM m
     WHERE {rows.STILL_AS_READ}
-    """  # noqa: S608 (a constant of ours, not input)
+    """  # noqa: S608 (constants of ours, not input)
 ).bindparams(rows.NOW)
 
 
