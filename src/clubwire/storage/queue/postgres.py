@@ -81,10 +81,7 @@ class PostgresQueue(Queue):
         ordered = sorted(endpoint_ids)
         for start in range(0, len(ordered), IDS_PER_NOTIFY):
             payload = " ".join(ordered[start : start + IDS_PER_NOTIFY])
-            connection.execute(
-                text("SELECT pg_notify(:channel, :payload)"),
-                {"channel": CHANNEL, "payload": payload},
-            )
+            connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
 
     def jobs(
         self,
