@@ -551,6 +551,32 @@ def test_recording_finds_its_rows_by_key_even_after_an_analyse_of_an_empty_table
     assert scanned == [set(), set()]
 
 
+def test_recording_an_attempt_updates_its_delivery_in_place_on_postgresql(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """No index of the deliveries holds a column a record changes (the queue's order is in
+    ``queue_entries``), so each delivery's new version stays on its page with no new index
+    entries: a HOT update, counted in the transaction's own statistics."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite has no HOT updates: it rewrites only the indexes that change")
+    _world(sessions, settings, count=4)
+    jobs = _claim(sessions)
+    now = EPOCH
+    results = [
+        Result(job, now, ok, 200 if ok else 503, None, 12, "", judge(job, ok, now, SCHEDULE, 0.5))
+        for job, ok in zip(jobs, [True, True, False, False], strict=True)
+    ]
+    with sessions.begin() as session:
+        records.record(session, results, now)
+        updated, hot = session.execute(
+            text(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables"
+                " WHERE relname = 'deliveries'"
+            )
+        ).one()
+    assert (updated, hot) == (4, 4)
+
+
 # Thousands of finished deliveries beside the due ones, behind the statistics' back.
 _MANY_DELIVERIES = """
     INSERT INTO deliveries (id, club_id, event_id, endpoint_id, status, attempt,

@@ -10,16 +10,23 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, func, inspect, select, text
+from sqlalchemy import Engine, func, inspect, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.services import endpoints, events, keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from clubwire.storage.models import Base, Delivery, QueueHead
+from clubwire.storage.models import Base, Delivery, QueueEntry, QueueHead, on_database
 from tests.conftest import make_settings
-from tests.factories import EPOCH, make_club, make_key, receiver_settings, registration
+from tests.factories import (
+    EPOCH,
+    make_club,
+    make_endpoint,
+    make_key,
+    receiver_settings,
+    registration,
+)
 
 
 def test_database_is_at_head(engine: Engine) -> None:
@@ -28,7 +35,12 @@ def test_database_is_at_head(engine: Engine) -> None:
 
 def test_models_and_migrations_agree(engine: Engine) -> None:
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        dialect_name = connection.dialect.name
+        options = {
+            "compare_type": True,
+            "include_object": lambda item, *_: on_database(item, dialect_name),
+        }
+        context = MigrationContext.configure(connection, opts=options)
         assert compare_metadata(context, Base.metadata) == []
 
 
@@ -182,3 +194,46 @@ def test_0008_key_use_and_expiry_go_and_come_back_keeping_every_key(
     assert tuple(row) == ("Website", None, None, None)
     _move(engine, "head")
     assert migrate.current(engine) == migrate.head()
+
+
+def test_0014_moves_the_queue_order_of_postgresql_into_its_table_and_back(
+    engine: Engine, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Up from 0013 on PostgreSQL, every delivery with an attempt due gets its entry and the
+    deliveries' partial index goes; down, the index comes back and the table goes. SQLite
+    keeps its index throughout."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        endpoint, _ = make_endpoint(session, club, settings)
+        for _ in range(3):
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+        session.execute(
+            update(Delivery)
+            .where(Delivery.id == _first_delivery(session))
+            .values(status="succeeded", next_attempt_at=None)
+        )
+    due = select(Delivery.id, Delivery.endpoint_id, Delivery.next_attempt_at).where(
+        Delivery.next_attempt_at.is_not(None)
+    )
+    postgres = engine.dialect.name == "postgresql"
+    _move(engine, "0013", down=True)
+    assert "queue_entries" not in inspect(engine).get_table_names()
+    assert "ix_deliveries_pending" in _deliveries_indexes(engine)
+    _move(engine, "head")
+    assert ("queue_entries" in inspect(engine).get_table_names()) is postgres
+    assert ("ix_deliveries_pending" in _deliveries_indexes(engine)) is not postgres
+    if postgres:
+        entries = select(QueueEntry.delivery_id, QueueEntry.endpoint_id, QueueEntry.due_at)
+        with engine.connect() as connection:
+            waiting = set(connection.execute(due).all())
+            assert len(waiting) == 2
+            assert set(connection.execute(entries).all()) == waiting
+            assert {row[1] for row in waiting} == {endpoint.id}
+
+
+def _first_delivery(session: Session) -> str:
+    return session.scalars(select(Delivery.id).order_by(Delivery.id).limit(1)).one()
+
+
+def _deliveries_indexes(engine: Engine) -> set[str]:
+    return {str(index["name"]) for index in inspect(engine).get_indexes("deliveries")}

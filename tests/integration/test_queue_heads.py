@@ -25,7 +25,7 @@ from clubwire.domain.jobs import Result, judge
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, deliveries, endpoints, events, records
 from clubwire.settings import Settings
-from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
+from clubwire.storage.models import Club, Delivery, Endpoint, QueueEntry, QueueHead
 from clubwire.storage.queue import postgres, sqlite
 from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
 
@@ -80,6 +80,7 @@ def _staff(session: Session, rng: random.Random, now: datetime) -> None:
 
 def _check(sessions: sessionmaker[Session], now: datetime) -> None:
     with sessions() as session:
+        _check_entries(session)
         earliest = dict(
             session.execute(
                 select(Delivery.endpoint_id, func.min(Delivery.next_attempt_at))
@@ -96,6 +97,18 @@ def _check(sessions: sessionmaker[Session], now: datetime) -> None:
         assert head.next_due_at <= max(due, now)  # given back with work due: behind others
     stale = [e for e, head in heads.items() if e not in earliest and head.next_due_at]
     assert stale == []
+
+
+def _check_entries(session: Session) -> None:
+    """On PostgreSQL, the queue's order (``queue_entries``, kept by the deliveries'
+    triggers) is exactly the deliveries with an attempt due, at their due times."""
+    if session.connection().dialect.name != "postgresql":
+        return  # SQLite reads the deliveries' own partial index
+    waiting = select(Delivery.id, Delivery.endpoint_id, Delivery.next_attempt_at).where(
+        Delivery.next_attempt_at.is_not(None)
+    )
+    entries = select(QueueEntry.delivery_id, QueueEntry.endpoint_id, QueueEntry.due_at)
+    assert set(session.execute(entries).all()) == set(session.execute(waiting).all())
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, func, or_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from clubwire import errors
@@ -155,12 +155,9 @@ def attempts_of(session: Session, delivery: Delivery) -> Sequence[Attempt]:
 
 def due_backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
     """How many deliveries of all clubs are due (or in flight), and the oldest due time:
-    for operators' metrics; one read of the pending index (unfinished deliveries only)."""
-    query = select(func.count(), func.min(Delivery.next_attempt_at)).where(
-        Delivery.next_attempt_at <= now
-    )
-    count, oldest = session.execute(query).one()
-    return count, oldest
+    for operators' metrics; one read of the queue's order (unfinished deliveries only)."""
+    connection = session.connection()
+    return queue.of(connection.dialect.name).backlog(connection, now)
 
 
 def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> Delivery:

@@ -34,6 +34,16 @@ NAMING_CONVENTION = {
 }
 
 
+# ``info`` of a table or index that exists on one database only (``on_database``).
+ONLY_ON = "only_on"
+
+
+def on_database(item: Any, dialect_name: str) -> bool:
+    """Whether a table or index of the models exists on this database."""
+    only_on: str = item.info.get(ONLY_ON, dialect_name)
+    return only_on == dialect_name
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime()}
@@ -136,13 +146,14 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
     __table_args__ = (
-        # What the worker claims from: each endpoint's due deliveries, oldest first.
+        # What the worker claims from on SQLite: each endpoint's due deliveries, oldest
+        # first. PostgreSQL keeps this order in ``queue_entries`` instead (ADR 0008).
         Index(
             "ix_deliveries_pending",
             "endpoint_id",
             "next_attempt_at",
             sqlite_where=text("next_attempt_at IS NOT NULL"),
-            postgresql_where=text("next_attempt_at IS NOT NULL"),
+            info={ONLY_ON: "sqlite"},
         ),
         # Keyset pages of an endpoint's deliveries on (created_at, id): see migration 0012.
         Index("ix_deliveries_endpoint_id_created_at_id", "endpoint_id", "created_at", "id"),
@@ -165,6 +176,28 @@ class Delivery(Base):
 
     # Read only where asked for (services.deliveries loads the kind with the delivery).
     event: Mapped[Event] = relationship(lazy="raise", viewonly=True)
+
+
+class QueueEntry(Base):
+    """On PostgreSQL, the deliveries with an attempt due and when (ADR 0008):
+    the pending index, as a table that triggers keep from ``deliveries.next_attempt_at`` in
+    the statement that changes it. In an index of the deliveries themselves, every recorded
+    attempt would write a new entry into each of their indexes (an update that changes an
+    indexed column is never HOT); this way it deletes or moves one narrow row. SQLite keeps
+    the partial index ``ix_deliveries_pending``: it rewrites only the indexes whose columns
+    change."""
+
+    __tablename__ = "queue_entries"
+    __table_args__ = (
+        Index("ix_queue_entries_endpoint_id_due_at", "endpoint_id", "due_at"),
+        {"info": {ONLY_ON: "postgresql"}},
+    )
+
+    delivery_id: Mapped[str] = mapped_column(
+        ForeignKey("deliveries.id", ondelete="CASCADE"), primary_key=True
+    )
+    endpoint_id: Mapped[str] = mapped_column(String(32))
+    due_at: Mapped[datetime]
 
 
 class QueueHead(Base):

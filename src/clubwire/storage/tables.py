@@ -7,11 +7,20 @@ from typing import cast
 
 from sqlalchemy import Table
 
-from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event, QueueHead
+from clubwire.storage.models import (
+    Attempt,
+    Club,
+    Delivery,
+    Endpoint,
+    Event,
+    QueueEntry,
+    QueueHead,
+)
 
 attempts = cast(Table, Attempt.__table__)
 clubs = cast(Table, Club.__table__)
 deliveries = cast(Table, Delivery.__table__)
 endpoints = cast(Table, Endpoint.__table__)
 events = cast(Table, Event.__table__)
+queue_entries = cast(Table, QueueEntry.__table__)
 queue_heads = cast(Table, QueueHead.__table__)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     ScalarSelect,
     String,
@@ -30,7 +31,6 @@ from clubwire.storage.queue.link import Link
 from clubwire.storage.types import UTCDateTime
 
 _h = tables.queue_heads.c
-_d = tables.deliveries.c
 _e = tables.endpoints.c
 _NOW = rows.NOW
 _UNTIL = bindparam("until", type_=UTCDateTime())
@@ -74,15 +74,23 @@ class Lane:
 Row = tuple[str, str, str, bytes, str, int, str]
 
 
-def _earliest() -> ScalarSelect[Any]:
-    """When the head's endpoint has its next delivery due (one probe of the pending index)."""
-    return (
-        select(_d.next_attempt_at)
-        .where(_d.endpoint_id == _h.endpoint_id, _d.next_attempt_at.is_not(None))
-        .order_by(_d.next_attempt_at)
-        .limit(1)
-        .scalar_subquery()
-    )
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """Where a database keeps the queue's order: each delivery with an attempt due, by
+    endpoint and due time, indexed on both (only those: finished deliveries stay out)."""
+
+    endpoint_id: ColumnElement[str]
+    due_at: ColumnElement[datetime]
+
+    def earliest(self) -> ScalarSelect[Any]:
+        """When the head's endpoint has its next delivery due (one probe of the index)."""
+        return (
+            select(self.due_at)
+            .where(self.endpoint_id == _h.endpoint_id, self.due_at.is_not(None))
+            .order_by(self.due_at)
+            .limit(1)
+            .scalar_subquery()
+        )
 
 
 def _taking(named: bool) -> Any:
@@ -127,20 +135,6 @@ _HOLDING = (
     .order_by(_h.endpoint_id)
     .with_for_update()
 )
-# A lane given back with deliveries still due goes behind the lanes that waited meanwhile.
-_GIVE_BACK = (
-    update(tables.queue_heads)
-    .where(_h.endpoint_id.in_(_ENDPOINTS))
-    .values(
-        next_due_at=case((_earliest() < _NOW, _NOW), else_=_earliest()),
-        lease_until=None,
-        lease_token=None,
-    )
-    .returning(case((_h.next_due_at <= _NOW, _h.endpoint_id)))  # those still due, else NULL
-)
-_REFRESH = (
-    update(tables.queue_heads).where(_h.endpoint_id.in_(_ENDPOINTS)).values(next_due_at=_earliest())
-)
 # Of every lane with deliveries waiting: when it is due, or, leased, when its lease runs out.
 _NEXT_DUE = select(
     func.min(case((_h.lease_until > _NOW, _h.lease_until), else_=_h.next_due_at))
@@ -149,11 +143,25 @@ _NEXT_DUE = select(
 
 class Queue:
     """The queue's operations; each runs in the caller's transaction on ``connection``. The
-    subclasses give what their database does its own way."""
+    subclasses give what their database does its own way, and where it keeps the queue's
+    order (``pending``)."""
 
     _insert: Callable[[Table], Any]  # the database's INSERT with ON CONFLICT
     _insert_attempts: TextClause  # attempts from the batch's JSON document ``:results``
     _move: TextClause  # deliveries moved by the same document
+
+    def __init__(self, pending: Pending) -> None:
+        earliest = pending.earliest()
+        heads = update(tables.queue_heads).where(_h.endpoint_id.in_(_ENDPOINTS))
+        # A lane given back with deliveries still due goes behind the lanes that waited
+        # meanwhile; those still due come back, the others as NULL.
+        self._give_back = heads.values(
+            next_due_at=case((earliest < _NOW, _NOW), else_=earliest),
+            lease_until=None,
+            lease_token=None,
+        ).returning(case((_h.next_due_at <= _NOW, _h.endpoint_id)))
+        self._refresh = heads.values(next_due_at=earliest)
+        self._backlog = select(func.count(), func.min(pending.due_at)).where(pending.due_at <= _NOW)
 
     def mark_due(
         self, connection: Connection, endpoint_ids: Collection[str], now: datetime
@@ -249,17 +257,23 @@ class Queue:
         values = {"endpoints": list(endpoint_ids), "token": token}
         held = list(connection.execute(_HOLDING, values).scalars())
         if held:
-            due = connection.execute(_GIVE_BACK, {"endpoints": held, "now": now}).scalars()
+            due = connection.execute(self._give_back, {"endpoints": held, "now": now}).scalars()
             self.wake(connection, [endpoint_id for endpoint_id in due if endpoint_id])
 
     def refresh(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Recompute the heads after their deliveries were skipped or removed."""
         if endpoint_ids:
-            connection.execute(_REFRESH, {"endpoints": list(endpoint_ids)})
+            connection.execute(self._refresh, {"endpoints": list(endpoint_ids)})
 
     def link(self, sessions: sessionmaker[Session]) -> Link:
         """The worker's way to the queue, on the database of ``sessions``."""
         raise NotImplementedError
+
+    def backlog(self, connection: Connection, now: datetime) -> tuple[int, datetime | None]:
+        """How many deliveries of all clubs are due (or in flight), and the oldest due time
+        (one read of the queue's order)."""
+        count, oldest = connection.execute(self._backlog, {"now": now}).one()
+        return count, oldest
 
     def next_due(self, connection: Connection, now: datetime) -> datetime | None:
         """When a worker should next look: the earliest head due, or a leased head's lease

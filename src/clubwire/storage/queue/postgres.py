@@ -1,4 +1,5 @@
-"""The delivery queue on PostgreSQL: every lane's jobs in one statement, results recorded
+"""The delivery queue on PostgreSQL: its order in ``queue_entries`` (so that a recorded
+attempt updates its delivery in place), every lane's jobs in one statement, results recorded
 from JSON documents, and workers woken by ``NOTIFY`` naming the endpoints that changed."""
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from sqlalchemy import Connection, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.storage import database
+from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
-from clubwire.storage.queue.heads import Queue, Row
+from clubwire.storage.queue.heads import Pending, Queue, Row
 from clubwire.storage.queue.link import Link, Wake
 
 log = logging.getLogger(__name__)
@@ -27,21 +28,30 @@ IDS_PER_NOTIFY = 200
 RECONNECT_AFTER = 1.0
 
 
-# Each lane reads its deliveries through their index, past the ones it holds.
+# The queue's order: a table the deliveries' triggers keep (``models.QueueEntry``).
+_PENDING = Pending(tables.queue_entries.c.endpoint_id, tables.queue_entries.c.due_at)
+
+# Each lane reads its entries through their index, past the ones it holds, and each entry
+# its delivery and event by key: a LATERAL with a LIMIT is never flattened into a join the
+# planner might hash, reading both tables whole (it guesses 100 lanes of unknown counts).
 _JOBS = text(
     """
-    SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger
+    SELECT j.id, j.endpoint_id, j.kind, j.body, j.status, j.attempt, j.next_trigger
     FROM json_to_recordset(CAST(:wants AS JSON))
         AS w (endpoint_id VARCHAR, count INTEGER, held VARCHAR[])
     CROSS JOIN LATERAL (
-        SELECT id, endpoint_id, event_id, status, attempt, next_trigger, next_attempt_at
-        FROM deliveries
-        WHERE endpoint_id = w.endpoint_id AND next_attempt_at <= :now
-            AND id <> ALL(w.held)
-        ORDER BY next_attempt_at
-        LIMIT w.count) AS d
-    JOIN events AS e ON e.id = d.event_id
-    ORDER BY d.endpoint_id, d.next_attempt_at
+        SELECT delivery_id, due_at
+        FROM queue_entries
+        WHERE endpoint_id = w.endpoint_id AND due_at <= :now
+            AND delivery_id <> ALL(w.held)
+        ORDER BY due_at
+        LIMIT w.count) AS q
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger
+        FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
+        WHERE d.id = q.delivery_id
+        LIMIT 1) AS j
+    ORDER BY j.endpoint_id, q.due_at
     """
 ).bindparams(rows.NOW)
 
@@ -76,6 +86,9 @@ class PostgresQueue(Queue):
     _insert = staticmethod(insert)
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
+
+    def __init__(self) -> None:
+        super().__init__(_PENDING)
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         ordered = sorted(endpoint_ids)

@@ -17,9 +17,9 @@ from sqlalchemy.dialects.sqlite import insert
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import SingletonThreadPool
 
-from clubwire.storage import database
+from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
-from clubwire.storage.queue.heads import Queue, Row
+from clubwire.storage.queue.heads import Pending, Queue, Row
 from clubwire.storage.queue.link import Link, Wake
 
 # How often the worker looks for another connection's commit: a publish waits half of it,
@@ -27,6 +27,9 @@ from clubwire.storage.queue.link import Link, Wake
 CHECK_EVERY = 0.02
 DATA_VERSION = "PRAGMA data_version"
 
+
+# The queue's order: the deliveries' partial index ``ix_deliveries_pending``.
+_PENDING = Pending(tables.deliveries.c.endpoint_id, tables.deliveries.c.next_attempt_at)
 
 # A lane's due deliveries as one JSON array in one row (bodies in hex, exact for any bytes).
 # The sqlite3 module gives up the interpreter lock for every row it steps to, so a row per
@@ -86,6 +89,9 @@ class SqliteQueue(Queue):
     _insert = staticmethod(insert)
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
+
+    def __init__(self) -> None:
+        super().__init__(_PENDING)
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Nothing to send: the worker sees the commit itself (``listen``)."""
