@@ -18,7 +18,7 @@ from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database, queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
-from clubwire.storage.queue import rows
+from clubwire.storage.queue import postgres, rows
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
@@ -535,7 +535,7 @@ def test_recording_finds_its_rows_by_key_even_after_an_analyse_of_an_empty_table
         Result(job, now, True, 200, None, 12, "ok", judge(job, True, now, SCHEDULE, 0.5))
         for job in jobs
     ]
-    postgres = queue.of("postgresql")
+    postgresql = queue.of("postgresql")
     with sessions() as session:
         connection = session.connection()
         values = {"results": rows.batch(results, connection.dialect), "ids": rows.ids(results)}
@@ -545,10 +545,48 @@ def test_recording_finds_its_rows_by_key_even_after_an_analyse_of_an_empty_table
                     text(f"EXPLAIN (FORMAT JSON) {statement.text}"), {**values, "now": now}
                 ).scalar_one()
             )
-            for statement in (postgres._insert_attempts, postgres._move)
+            for statement in (postgresql._insert_attempts, postgresql._move)
         ]
     assert len(jobs) == 3
     assert scanned == [set(), set()]
+
+
+def test_a_claim_reaches_each_delivery_by_key_whatever_the_planner_guesses(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """PostgreSQL guesses a hundred lanes of unknown counts in the claim's document, so
+    thousands of rows: each lane's entries still reach their deliveries and events through
+    the primary keys, never by reading those tables whole (as a hash join would)."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite's claim reads one lane per statement, by the endpoint's index")
+    _, endpoint_id = _world(sessions, settings)
+    with sessions.begin() as session:
+        for statement in _MANY_DUE:
+            session.execute(text(statement))
+        session.execute(text("ANALYZE"))
+    document = rows.document([{"endpoint_id": endpoint_id, "count": 32, "held": []}])
+    explain = text(f"EXPLAIN (FORMAT JSON) {postgres._JOBS.text}")
+    with sessions() as session:
+        plan = session.execute(explain, {"wants": document, "now": EPOCH}).scalar_one()
+    assert _claim(sessions) != []
+    assert _tables_read_whole(plan) == set()
+
+
+# Thousands of events, each with a delivery due to the same endpoint, in two statements.
+_MANY_DUE = (
+    """
+    INSERT INTO events (id, club_id, kind, body, created_at)
+    SELECT 'evt_many_' || n, e.club_id, e.kind, e.body, e.created_at
+    FROM generate_series(1, 3000) AS n, (SELECT * FROM events LIMIT 1) AS e
+    """,
+    """
+    INSERT INTO deliveries (id, club_id, event_id, endpoint_id, status, attempt,
+        next_attempt_at, next_trigger, created_at, updated_at)
+    SELECT 'dlv_many_' || n, d.club_id, 'evt_many_' || n, d.endpoint_id, 'pending', 0,
+        d.next_attempt_at, 'scheduled', d.created_at, d.updated_at
+    FROM generate_series(1, 3000) AS n, (SELECT * FROM deliveries LIMIT 1) AS d
+    """,
+)
 
 
 def test_recording_an_attempt_updates_its_delivery_in_place_on_postgresql(
