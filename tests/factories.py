@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog, program_wire, scopes
@@ -14,7 +15,7 @@ from clubwire.services import clubs, keys
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services import programs as program_service
 from clubwire.settings import Settings
-from clubwire.storage.models import ApiKey, Club, Endpoint, Program
+from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
 
 EPOCH = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
@@ -100,3 +101,16 @@ def registration(**overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = event_catalog.sample("registration.created", EPOCH, random.Random(7))
     data.update(overrides)
     return data
+
+
+def queue_order(connection: Connection) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+    """PostgreSQL's queue entries, and the deliveries with an attempt due that they should
+    be, each as (delivery id, endpoint id, due time)."""
+    entries = select(QueueEntry.delivery_id, QueueEntry.endpoint_id, QueueEntry.due_at)
+    due = select(Delivery.id, Delivery.endpoint_id, Delivery.next_attempt_at).where(
+        Delivery.next_attempt_at.is_not(None)
+    )
+    return (
+        {tuple(row) for row in connection.execute(entries)},
+        {tuple(row) for row in connection.execute(due)},
+    )

@@ -17,13 +17,14 @@ from clubwire import errors
 from clubwire.services import endpoints, events, keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from clubwire.storage.models import Base, Delivery, QueueEntry, QueueHead, on_database
+from clubwire.storage.models import Base, Delivery, QueueHead, on_database
 from tests.conftest import make_settings
 from tests.factories import (
     EPOCH,
     make_club,
     make_endpoint,
     make_key,
+    queue_order,
     receiver_settings,
     registration,
 )
@@ -212,9 +213,6 @@ def test_0014_moves_the_queue_order_of_postgresql_into_its_table_and_back(
             .where(Delivery.id == _first_delivery(session))
             .values(status="succeeded", next_attempt_at=None)
         )
-    due = select(Delivery.id, Delivery.endpoint_id, Delivery.next_attempt_at).where(
-        Delivery.next_attempt_at.is_not(None)
-    )
     postgres = engine.dialect.name == "postgresql"
     _move(engine, "0013", down=True)
     assert "queue_entries" not in inspect(engine).get_table_names()
@@ -223,11 +221,10 @@ def test_0014_moves_the_queue_order_of_postgresql_into_its_table_and_back(
     assert ("queue_entries" in inspect(engine).get_table_names()) is postgres
     assert ("ix_deliveries_pending" in _deliveries_indexes(engine)) is not postgres
     if postgres:
-        entries = select(QueueEntry.delivery_id, QueueEntry.endpoint_id, QueueEntry.due_at)
         with engine.connect() as connection:
-            waiting = set(connection.execute(due).all())
+            entries, waiting = queue_order(connection)
             assert len(waiting) == 2
-            assert set(connection.execute(entries).all()) == waiting
+            assert entries == waiting
             assert {row[1] for row in waiting} == {endpoint.id}
 
 

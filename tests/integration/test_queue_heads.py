@@ -25,9 +25,16 @@ from clubwire.domain.jobs import Result, judge
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, deliveries, endpoints, events, records
 from clubwire.settings import Settings
-from clubwire.storage.models import Club, Delivery, Endpoint, QueueEntry, QueueHead
+from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
 from clubwire.storage.queue import postgres, sqlite
-from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
+from tests.factories import (
+    EPOCH,
+    make_club,
+    make_endpoint,
+    queue_order,
+    receiver_settings,
+    registration,
+)
 
 SCHEDULE = RetrySchedule((60, 300, 1800))
 LEASE = timedelta(seconds=60)
@@ -104,11 +111,8 @@ def _check_entries(session: Session) -> None:
     triggers) is exactly the deliveries with an attempt due, at their due times."""
     if session.connection().dialect.name != "postgresql":
         return  # SQLite reads the deliveries' own partial index
-    waiting = select(Delivery.id, Delivery.endpoint_id, Delivery.next_attempt_at).where(
-        Delivery.next_attempt_at.is_not(None)
-    )
-    entries = select(QueueEntry.delivery_id, QueueEntry.endpoint_id, QueueEntry.due_at)
-    assert set(session.execute(entries).all()) == set(session.execute(waiting).all())
+    entries, waiting = queue_order(session.connection())
+    assert entries == waiting
 
 
 @pytest.mark.parametrize("seed", range(4))

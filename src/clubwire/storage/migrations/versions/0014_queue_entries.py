@@ -30,10 +30,17 @@ depends_on = None
 FILLFACTOR = 70  # per cent of a deliveries page filled by inserts; the rest for updates
 PENDING = sa.text("next_attempt_at IS NOT NULL")
 _TRIGGERS = {"INSERT": "clubwire_queue_entries_added", "UPDATE": "clubwire_queue_entries_moved"}
-# The rows of the statement (``changed``) that have an attempt due, as entries.
-_ENTER = """INSERT INTO queue_entries (delivery_id, endpoint_id, due_at)
-            SELECT id, endpoint_id, next_attempt_at FROM changed
-            WHERE next_attempt_at IS NOT NULL"""
+
+
+def _enter(source: str) -> str:
+    """The deliveries of ``source`` that have an attempt due, as entries."""
+    return f"""INSERT INTO queue_entries (delivery_id, endpoint_id, due_at)
+            SELECT id, endpoint_id, next_attempt_at FROM {source}
+            WHERE next_attempt_at IS NOT NULL"""  # noqa: S608 (constants of ours, not input)
+
+
+# In the triggers, ``changed``: the rows the statement inserted or updated.
+_ENTER = _enter("changed")
 
 
 def upgrade() -> None:
@@ -52,11 +59,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("delivery_id", name=op.f("pk_queue_entries")),
     )
-    op.execute(
-        "INSERT INTO queue_entries (delivery_id, endpoint_id, due_at) "
-        "SELECT id, endpoint_id, next_attempt_at FROM deliveries "
-        "WHERE next_attempt_at IS NOT NULL"
-    )
+    op.execute(_enter("deliveries"))
     op.create_index(
         "ix_queue_entries_endpoint_id_due_at", "queue_entries", ["endpoint_id", "due_at"]
     )
