@@ -10,7 +10,7 @@ nothing and records nothing: that is the worker's own work, which the ratio ours
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import os
 import ssl
 import time
 from collections import Counter, defaultdict, deque
@@ -26,7 +26,7 @@ from clubwire.domain import event_catalog, standard_signing
 from clubwire.services.attempts import USER_AGENT
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint, Event
-from measuring import Drain, Expected, drain_of, own_cpu, wait_for
+from measuring import Drain, Expected, drain_of, spent, wait_for
 from receiver import Receiver
 from testbed import Bed, Clubs
 
@@ -131,10 +131,9 @@ def bare_run(bed: Bed, receiver: Receiver, clubs_: Clubs, since: datetime) -> Dr
     for job in jobs:
         expected[clubs_.roles[job.endpoint_id]].add(job.delivery_id)
     receiver.reset()
-    before = own_cpu()
+    before = spent([os.getpid()])
     failed = uvloop.run(send_bare(jobs, bed.settings))
-    cpu_seconds = own_cpu() - before
+    after = spent([os.getpid()])
     if failed:
         print(f"warning: {bed.name}: the bare sender had {failed:,} failed requests")
-    drain = drain_of(wait_for(receiver, expected), expected)
-    return dataclasses.replace(drain, cpu_seconds=cpu_seconds)
+    return after.since(before, drain_of(wait_for(receiver, expected), expected))

@@ -48,7 +48,11 @@ be busy with other work. After each worker stops, the script also checks that ev
 delivery that reached the receiver is recorded as succeeded ("not recorded": a worker that
 loses results sends those deliveries again when their lease runs out). Each run counts only
 its own deliveries; others that arrive meanwhile (sent again from earlier runs) are reported
-apart.
+apart. Beside each kind's CPU time per delivery, the table shows where else the worker's
+cost went: the CPU time of PostgreSQL's backends serving the run (SQLite works inside the
+worker, in its own figure), and how long each side's event loop was runnable yet waited for
+a CPU (both from ``/proc``): on two cores, what the database spends is taken from the
+deliveries whichever process spends it (ADR 0008, sessions 11 and 14).
 The receiver is a second process (``bench/receiver.py``, started by this script): a raw
 HTTP/1.1 protocol on uvloop over TLS with a trustme certificate for 127.0.0.1, one port per endpoint
 (as separate hosts would be), answering ``200 ok``. It records the first arrival time of each
@@ -226,7 +230,7 @@ def throughput(
         processes = [stack.enter_context(worker(bed, f"{label}-{n}")) for n in range(workers)]
         for process in processes:
             wait_started(process, poll=0.01)  # then it claims at once: CPU time counts from here
-        return measure_drain(receiver, expected, processes)
+        return measure_drain(bed, receiver, expected, processes)
 
 
 def light_run(bed: Bed, receiver: Receiver, clubs_: Clubs) -> Light:

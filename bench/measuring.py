@@ -4,6 +4,11 @@ A drain counts only the deliveries the run expects (read from the database befor
 others that arrive meanwhile, sent again from earlier runs, are counted apart, and so are
 duplicates (a delivery that arrived more than once, as when two workers both send it).
 Deliveries/s is the number that arrived divided by the time from the first arrival to the last.
+
+Beside the senders' CPU time, a drain tells where else its cost went on this machine: the CPU
+time of the database's server processes (PostgreSQL's backends of the bench's database;
+SQLite works inside the worker) and how long the senders' main threads (the event loops) were
+runnable but waited for a CPU, from ``/proc`` (Linux; unknown elsewhere).
 """
 
 from __future__ import annotations
@@ -11,14 +16,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from clubwire.domain.delivery_rules import Status
 from clubwire.services import clubs
@@ -43,6 +47,8 @@ class Drain:
     resent: int = 0  # other deliveries that arrived meanwhile (from earlier runs)
     cpu_seconds: float | None = None  # the senders' CPU time (user + system) meanwhile
     duplicates: int = 0  # arrivals of a delivery that had arrived before
+    database_seconds: float | None = None  # the database's server processes' CPU time
+    waited_seconds: float | None = None  # the senders' event loops waiting for a CPU
 
     @property
     def rate(self) -> float:
@@ -51,9 +57,13 @@ class Drain:
     @property
     def cpu_per_delivery(self) -> float | None:
         """The sender's CPU time per delivery, in µs: less sensitive to other load."""
-        if self.cpu_seconds is None or not self.delivered:
+        return self.per_delivery(self.cpu_seconds)
+
+    def per_delivery(self, seconds: float | None) -> float | None:
+        """One of this drain's times (``cpu_seconds``, …) per delivery, in µs."""
+        if seconds is None or not self.delivered:
             return None
-        return self.cpu_seconds / len(self.delivered) * 1e6
+        return seconds / len(self.delivered) * 1e6
 
     @property
     def lost(self) -> int:
@@ -98,23 +108,83 @@ def drain_of(arrived: Arrived, expected: Expected) -> Drain:
     return Drain(total, seconds, frozenset(times), others)
 
 
-def measure_drain(receiver: Receiver, expected: Expected, senders: Sequence[Process]) -> Drain:
-    """Wait for the expected deliveries, with the senders' CPU time from now to then and the
-    duplicates at the expected roles; the receiver was reset before."""
-    before = senders_cpu(senders)
+def measure_drain(
+    bed: Bed, receiver: Receiver, expected: Expected, senders: Sequence[Process]
+) -> Drain:
+    """Wait for the expected deliveries, with the duplicates at the expected roles and what
+    the senders and the database spent from now to then; the receiver was reset before."""
+    pids = [sender.popen.pid for sender in senders]
+    before = spent(pids, bed)
     drain = drain_of(wait_for(receiver, expected, senders), expected)
-    after = senders_cpu(senders)
     duplicates = receiver.duplicates()
     drain = dataclasses.replace(drain, duplicates=sum(duplicates.get(role, 0) for role in expected))
-    if before is None or after is None:
-        return drain
-    return dataclasses.replace(drain, cpu_seconds=after - before)
+    return spent(pids, bed).since(before, drain)
 
 
-def senders_cpu(senders: Sequence[Process]) -> float | None:
-    """The processes' CPU seconds together; None where any is unknown."""
-    each = [process_cpu(sender.popen.pid) for sender in senders]
-    return None if None in each else sum(cpu for cpu in each if cpu is not None)
+@dataclass(frozen=True)
+class Spent:
+    """Times so far, in seconds (None: unknown): the senders' CPU, their main threads'
+    waits for a CPU, and the database's server processes' CPU by process (new ones since
+    count from nothing)."""
+
+    cpu: float | None
+    waited: float | None
+    database: dict[int, float] | None
+
+    def since(self, before: Spent, drain: Drain) -> Drain:
+        """``drain`` with what was spent between ``before`` and this."""
+        database = None
+        if self.database is not None and before.database is not None:
+            earlier = before.database
+            database = sum(cpu - earlier.get(pid, 0.0) for pid, cpu in self.database.items())
+        return dataclasses.replace(
+            drain,
+            cpu_seconds=difference(self.cpu, before.cpu),
+            waited_seconds=difference(self.waited, before.waited),
+            database_seconds=database,
+        )
+
+
+def spent(pids: Sequence[int], bed: Bed | None = None) -> Spent:
+    """What the processes ``pids`` and the database of ``bed`` (None: none) spent so far."""
+    cpu = [process_cpu(pid) for pid in pids]
+    waited = [process_waited(pid) for pid in pids]
+    return Spent(total(cpu), total(waited), None if bed is None else database_cpu(bed))
+
+
+def total(values: Sequence[float | None]) -> float | None:
+    return None if None in values else sum(value for value in values if value is not None)
+
+
+def difference(after: float | None, before: float | None) -> float | None:
+    return None if after is None or before is None else after - before
+
+
+# The bench's database's other server processes: the worker's connections (not this one).
+_BACKENDS = text(
+    "SELECT pid FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
+
+
+def database_cpu(bed: Bed) -> dict[int, float] | None:
+    """CPU seconds of PostgreSQL's backends serving the bench's database, by process; None
+    on SQLite (it works inside the worker) or where unknown."""
+    if bed.name != "postgresql":
+        return None
+    with bed.sessions() as session:
+        pids = session.execute(_BACKENDS).scalars().all()
+    found = {pid: process_cpu(pid) for pid in pids}
+    return {pid: cpu for pid, cpu in found.items() if cpu is not None}
+
+
+def process_waited(pid: int) -> float | None:
+    """Seconds the process's main thread (its event loop) was runnable, waiting for a CPU
+    (Linux's schedstat); None where unknown."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def process_cpu(pid: int) -> float | None:
@@ -124,11 +194,6 @@ def process_cpu(pid: int) -> float | None:
     except (OSError, IndexError):
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def expected_deliveries(bed: Bed, clubs_: Clubs, since: datetime) -> Expected:

@@ -12,7 +12,9 @@ PostgreSQL) for scripts to read.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from clubwire.settings import Settings
 from measuring import LIGHT_EVENTS, LIGHT_INTERVAL, Drain, Light, not_recorded
@@ -171,6 +173,8 @@ def report(outcome: Outcome) -> None:
         ("ratio ours/bare", f"{o.ratio:.2f}", f"target ≥ {TARGET_RATIO}: {met(o.ratio_met)}"),
         ("ratio, by round", round_cell(o), round_note(o)),
         ("CPU µs per delivery", cpu_cell(o), cpu_note(o)),
+        ("+ database's CPU", database_cell(o), database_note(o)),
+        ("waited for a CPU", waited_cell(o), WAITED_NOTE),
         ("light load p50", f"{p50:.1f} ms", f"target < {TARGET_P50_MS:.0f} ms: {met(o.p50_met)}"),
         ("light load p99", f"{p99:.1f} ms", f"{LIGHT_EVENTS - o.light_lost} of {LIGHT_EVENTS}"),
         ("+1 silent endpoint", f"{best(o.silent).rate:,.0f}", f"healthy: {runs(o.silent)}"),
@@ -208,29 +212,54 @@ def round_note(outcome: Outcome) -> str:
 
 
 def cpu_cell(outcome: Outcome) -> str:
-    ours, bare = least_cpu(outcome.ours), least_cpu(outcome.bare)
-    if ours is None or bare is None:
-        return "-"
-    return f"{ours:.0f} / {bare:.0f}"
+    return pair(least(outcome.ours, CPU), least(outcome.bare, CPU))
 
 
 def cpu_note(outcome: Outcome) -> str:
-    ours, bare = least_cpu(outcome.ours), least_cpu(outcome.bare)
+    ours, bare = least(outcome.ours, CPU), least(outcome.bare, CPU)
     if ours is None or bare is None:
         return "unknown (no /proc)"
     return f"worker / bare sender: bare/ours {bare / ours:.2f} (CPU time, steadier than rates)"
 
 
+def database_cell(outcome: Outcome) -> str:
+    found = least(outcome.ours, DATABASE)
+    return "-" if found is None else f"{found:.0f}"
+
+
+def database_note(outcome: Outcome) -> str:
+    if least(outcome.ours, DATABASE) is None:
+        return "none apart: the database works inside the worker, in its CPU above"
+    return "the database's server processes, per delivery of the worker (the bare sender: none)"
+
+
+WAITED_NOTE = "µs per delivery, worker / bare: their event loops runnable, not running"
+
+
+def waited_cell(outcome: Outcome) -> str:
+    return pair(least(outcome.ours, WAITED), least(outcome.bare, WAITED))
+
+
+def pair(ours: float | None, bare: float | None) -> str:
+    return "-" if ours is None or bare is None else f"{ours:.0f} / {bare:.0f}"
+
+
 def silent_cpu(outcome: Outcome) -> str:
     """The worker's CPU time per healthy delivery with the silent endpoint, change in %."""
-    ours, silent = least_cpu(outcome.ours), least_cpu(outcome.silent)
+    ours, silent = least(outcome.ours, CPU), least(outcome.silent, CPU)
     if ours is None or silent is None:
         return ""
     return f" (worker CPU per delivery {(silent / ours - 1) * 100:+.1f} %)"
 
 
-def least_cpu(drains: list[Drain]) -> float | None:
-    found = [d.cpu_per_delivery for d in drains if d.cpu_per_delivery is not None]
+CPU = attrgetter("cpu_seconds")
+DATABASE = attrgetter("database_seconds")
+WAITED = attrgetter("waited_seconds")
+
+
+def least(drains: list[Drain], seconds: Callable[[Drain], float | None]) -> float | None:
+    """The least of the drains' ``seconds`` per delivery, in µs (None: unknown in all)."""
+    found = [each for drain in drains if (each := drain.per_delivery(seconds(drain))) is not None]
     return min(found) if found else None
 
 
