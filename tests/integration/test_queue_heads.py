@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 import psycopg
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -212,6 +213,45 @@ def test_the_sqlite_worker_is_woken_by_other_connections_commits_only(
     assert asyncio.run(_wake_ups(sessions, publish)) == [None, None]
 
 
+def test_postgresql_runs_the_workers_statements_on_its_event_loop(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """No thread of the worker trades the interpreter's lock with the loop's (ADR 0008
+    session 14), yet a step waiting for PostgreSQL gives the loop back: a claim comes back
+    while a record still waits for a lock that this test holds."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite's statements run on threads of the link's own")
+    url = make_url(settings.sqlalchemy_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(12)")
+        record_thread, claim_thread, loop_thread = asyncio.run(_steps(sessions, holder))
+    assert record_thread == claim_thread == loop_thread
+
+
+async def _steps(
+    sessions: sessionmaker[Session], holder: psycopg.Connection[tuple[object, ...]]
+) -> tuple[int, int, int]:
+    """The threads a record (held up by ``holder``'s lock) and a claim ran on, and the loop's."""
+    link = claims.link(sessions)
+    try:
+        recording = asyncio.create_task(link.recording(_on_thread, link.sessions, locked=True))
+        claim_thread = await link.claiming(_on_thread, link.sessions)
+        assert not recording.done()
+        holder.execute("SELECT pg_advisory_unlock(12)")
+        return await recording, claim_thread, threading.get_ident()
+    finally:
+        await link.close()
+
+
+def _on_thread(sessions: sessionmaker[Session], locked: bool = False) -> int:
+    """A statement (waiting for the test's lock first, if ``locked``); the thread it ran on."""
+    with sessions.begin() as session:
+        if locked:
+            session.execute(text("SELECT pg_advisory_xact_lock(12)"))
+        session.execute(select(func.count()).select_from(QueueHead))
+    return threading.get_ident()
+
+
 async def _wake_ups(
     sessions: sessionmaker[Session], publish: Callable[[], None]
 ) -> list[Collection[str] | None]:
@@ -231,7 +271,7 @@ async def _wake_ups(
         listening.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await listening
-        link.close()
+        await link.close()
     return woken
 
 

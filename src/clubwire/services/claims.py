@@ -86,7 +86,7 @@ def next_due(session: Session, now: datetime) -> datetime | None:
 
 
 def link(sessions: sessionmaker[Session]) -> Link:
-    """The worker's way to the queue: the threads and sessions of its statements, and its
+    """The worker's way to the queue: where its statements run, their sessions, and its
     wake-up (``NOTIFY`` on PostgreSQL, another connection's commit on SQLite)."""
     return queue.of(database.url_of(sessions).get_backend_name()).link(sessions)
 

@@ -10,6 +10,7 @@ import psycopg
 import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import Pool
 
@@ -33,6 +34,7 @@ SQLITE_OLDEST = (3, 35, 0)
 # statements are short, but with a million due deliveries their estimated cost passes
 # jit_above_cost and compiling took 223 of a claim's 311 ms (45 ms without; issue 12).
 WORKER_POSTGRES_OPTIONS = {"options": "-c synchronous_commit=off -c jit=off"}
+WORKER_POSTGRES_ENGINE: dict[str, Any] = {"pool_recycle": 300, "hide_parameters": True}
 # Seconds to wait for a PostgreSQL connection (unless the URL says): an unreachable host is a
 # clear error (and /readyz a 503) in that time, not a wait for the operating system to give up.
 CONNECT_TIMEOUT = 10
@@ -56,12 +58,20 @@ def engine_for(settings: Settings, worker: bool = False) -> Engine:
     if url.get_backend_name() != "sqlite":
         args = postgres_connect_args(url, worker)
         if worker:
-            return create_engine(url, connect_args=args, pool_recycle=300, hide_parameters=True)
+            return create_engine(url, connect_args=args, **WORKER_POSTGRES_ENGINE)
         return create_engine(url, connect_args=args, pool_pre_ping=True, hide_parameters=True)
     require_sqlite(sqlite3.sqlite_version_info)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     return sqlite_engine(url)
+
+
+def worker_engine_async(url: URL) -> AsyncEngine:
+    """A worker's engine on the PostgreSQL database at ``url``, with psycopg's asynchronous
+    connections and the worker's options; synchronous code uses its ``sync_engine`` inside
+    ``greenlet_spawn`` (``storage.queue.postgres``)."""
+    args = postgres_connect_args(url, worker=True)
+    return create_async_engine(url, connect_args=args, **WORKER_POSTGRES_ENGINE)
 
 
 def sqlite_engine(url: URL, pool: type[Pool] | None = None) -> Engine:

@@ -6,8 +6,9 @@ recorded row by row), and **give back** (a lane, once all its attempts are recor
 
 The worker is woken by the queue (``NOTIFY`` naming endpoints on PostgreSQL, another
 connection's commit to the file on SQLite); idle, it sleeps until the earliest lane is due or
-a leased lane's lease runs out. Database work runs on the queue's threads (``claims.link``):
-claims (reads), leases and records, each database sharing them out its own way.
+a leased lane's lease runs out. Database work runs where the queue's link puts it
+(``claims.link``): claims (reads), leases and records, on PostgreSQL on this event loop, on
+SQLite on threads of the link's own.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class Worker:
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
-            self._link.close()
+            await self._link.close()
 
     def wake(self, endpoint_ids: Collection[str] | None = None) -> None:
         """Endpoints may have deliveries due (None: any may); see ``LanePolicy.wake``."""
@@ -237,7 +238,7 @@ class Worker:
             if done:
                 self._wake.set()
 
-    # -- the database, on its own thread ----------------------------------------------------
+    # -- the database, where the link runs it ----------------------------------------------
 
     def _take_lanes(
         self,

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 
 import psycopg
 from sqlalchemy import Connection, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.util import greenlet_spawn
 
 from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Pending, Queue, Row
-from clubwire.storage.queue.link import Link, Wake
+from clubwire.storage.queue.link import Link, Step, T, Wake
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +119,23 @@ class PostgresQueue(Queue):
 
 
 class PostgresLink(Link):
-    """Claims and leases on one thread, records on another (they touch disjoint rows, so
-    records overlap claims), woken by ``NOTIFY``."""
+    """Every step on the event loop, each on a connection of its own (records overlap
+    claims: they touch disjoint rows), woken by ``NOTIFY``. The steps are the services'
+    synchronous code, run by ``greenlet_spawn`` over psycopg's asynchronous connections (as
+    SQLAlchemy's ``run_sync`` does): waiting for PostgreSQL, a step gives the loop back, and
+    no thread of the worker trades the interpreter's lock with the loop's (with threads, the
+    worker spent more CPU a delivery and its loop waited longer for one: ADR 0008, session
+    14)."""
 
     def __init__(self, sessions: sessionmaker[Session]) -> None:
-        claims = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
-        records = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-record")
-        super().__init__(sessions, claims, claims, records)
+        self._engine = database.worker_engine_async(database.url_of(sessions))
+        super().__init__(database.sessions(self._engine.sync_engine))
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    async def _run(self, step: Step, call: Callable[[], T]) -> T:  # noqa: ARG002 (one way for all)
+        return await greenlet_spawn(call)
 
     async def listen(self, wake: Wake) -> None:
         """Each notification names the endpoints that changed; on (re)connecting, any may

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
@@ -20,7 +20,7 @@ from sqlalchemy.pool import SingletonThreadPool
 from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Pending, Queue, Row
-from clubwire.storage.queue.link import Link, Wake
+from clubwire.storage.queue.link import Link, Step, T, Wake
 
 # How often the worker looks for another connection's commit: a publish waits half of it,
 # on average, before the worker sees it.
@@ -130,7 +130,12 @@ class SqliteLink(Link):
         self._engine = database.sqlite_engine(database.url_of(sessions), SingletonThreadPool)
         claims = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
         writes = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-write")
-        super().__init__(database.sessions(self._engine), claims, writes, writes)
+        self._threads: dict[Step, ThreadPoolExecutor] = {
+            "claims": claims,
+            "leases": writes,
+            "records": writes,
+        }
+        super().__init__(database.sessions(self._engine))
 
     async def listen(self, wake: Wake) -> None:
         """Another connection's commit (this process's web requests, the CLI, a second
@@ -151,9 +156,13 @@ class SqliteLink(Link):
                         wake(None)
                 await asyncio.sleep(CHECK_EVERY)
 
-    def close(self) -> None:
-        super().close()
+    async def close(self) -> None:
+        for executor in set(self._threads.values()):
+            executor.shutdown(wait=True)
         self._engine.dispose()
+
+    async def _run(self, step: Step, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads[step], call)
 
     def _data_version(self) -> int:
         """The data version on the writes' thread's connection."""
