@@ -235,12 +235,23 @@ async def _steps(
     link = claims.link(sessions)
     try:
         recording = asyncio.create_task(link.recording(_on_thread, link.sessions, locked=True))
+        await _waiting_for_lock(holder)
         claim_thread = await link.claiming(_on_thread, link.sessions)
         assert not recording.done()
         holder.execute("SELECT pg_advisory_unlock(12)")
         return await recording, claim_thread, threading.get_ident()
     finally:
         await link.close()
+
+
+async def _waiting_for_lock(holder: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Until a session waits for the test's advisory lock (the record has reached it)."""
+    waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    for _ in range(500):
+        row = holder.execute(waiting).fetchone()
+        if row is not None and row[0]:
+            return
+        await asyncio.sleep(0.01)
 
 
 def _on_thread(sessions: sessionmaker[Session], locked: bool = False) -> int:
