@@ -35,11 +35,13 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   the worker pays to find due work past them (issue 12: finding due work should cost the same
   at any backlog; target within 5 %). The runs with it come after those without, not in
   alternation: loading a million rows takes seconds to a minute;
-- **several workers** (``--workers N``, PostgreSQL only): after the rounds, N ``clubwire
-  worker`` processes drain the same published backlog together, ``--rounds`` times; the line
-  ``workers <N> change <±x.x> % duplicates <n>`` compares their best deliveries/s with one
-  worker's and counts the deliveries that reached the receiver more than once (target: not
-  below one worker's, no duplicate).
+- **several workers** (``--workers N``, PostgreSQL only): in each round, after the runs
+  above, N ``clubwire worker`` processes drain the same kind of published backlog together
+  (in the same round as the one worker they are compared with, so that the machine's speed,
+  which moves between minutes, moves both); the line ``workers <N> change <±x.x> %
+  duplicates <n>`` compares their best deliveries/s with one worker's and counts the
+  deliveries that reached the receiver more than once (target: not below one worker's, no
+  duplicate).
 
 The throughput runs go in alternating rounds (``--rounds``, 3): worker, bare sender, worker
 with the silent endpoint, the silent run going first every other round so that neither
@@ -179,12 +181,14 @@ def bench_database(
     name: str, workdir: Path, tls: Tls, receiver: Receiver, options: Options
 ) -> Outcome:
     """Rounds of: throughput (and, in the first, light load), the bare sender on the
-    same deliveries, throughput with the silent endpoint on; then, if asked, several workers
-    together, and throughput beside a dead endpoint's backlog."""
+    same deliveries, throughput with the silent endpoint on, and, if asked, several workers
+    together; then, if asked, throughput beside a dead endpoint's backlog."""
     outcome = Outcome(DATABASES[name], backlog_size=options.backlog)
     with ExitStack() as stack:
         bed = prepare_bed(stack, name, workdir / name, tls, options.postgres_url)
         clubs_ = seed(bed, receiver, healthy_roles(options.endpoints))
+        several = options.workers if name == "postgresql" else 1
+        outcome.worker_count = several
         for round_ in range(options.rounds):
             # Every other round the silent run goes first, so that neither kind of run
             # always meets the larger database.
@@ -200,11 +204,8 @@ def bench_database(
                     outcome.light = light_run(bed, receiver, clubs_)
                     outcome.check_records(bed, outcome.light.delivered)
                 outcome.bare.append(bare_run(bed, receiver, clubs_, since))
-        if options.workers > 1 and name == "postgresql":
-            outcome.worker_count = options.workers
-            for round_ in range(options.rounds):
-                label = f"workers-{round_}"
-                drain = throughput(bed, receiver, clubs_, options, label, options.workers)
+            if several > 1:  # in the same round as the one worker it is compared with
+                drain = throughput(bed, receiver, clubs_, options, f"workers-{round_}", several)
                 outcome.check_records(bed, drain.delivered)
                 outcome.workers.append(drain)
         if options.backlog:

@@ -74,6 +74,13 @@ class Outcome:
         return change(self.workers, self.ours)
 
     @property
+    def round_worker_changes(self) -> list[float]:
+        """Each round's several workers against the one worker of the same round, change in
+        %: the steadier comparison, as for the ratio."""
+        pairs = zip(self.workers, self.ours, strict=False)
+        return [(many.rate / one.rate - 1) * 100 for many, one in pairs if one.rate]
+
+    @property
     def ratio_met(self) -> bool:
         return self.ratio >= TARGET_RATIO
 
@@ -186,6 +193,7 @@ def report(outcome: Outcome) -> None:
         rows.append(("+dead backlog", f"{best(o.backlog).rate:,.0f}", backlog))
     if o.workers:
         rows.append((f"{o.worker_count} workers", f"{best(o.workers).rate:,.0f}", runs(o.workers)))
+        rows.append(("workers, by round", *workers_by_round(o)))
     print(f"\n{o.database}")
     for label, value, note in rows:
         print(f"  {label:<22} {value:>10}   {note}")
@@ -209,6 +217,14 @@ def round_cell(outcome: Outcome) -> str:
 def round_note(outcome: Outcome) -> str:
     shown = " · ".join(f"{ratio:.2f}" for ratio in outcome.round_ratios)
     return f"median of each round's worker / bare: {shown}"
+
+
+def workers_by_round(outcome: Outcome) -> tuple[str, str]:
+    """The median of each round's change with several workers, and each round's."""
+    changes = outcome.round_worker_changes
+    shown = " · ".join(f"{change:+.1f}" for change in changes)
+    note = f"median of each round's {outcome.worker_count} workers / one worker, %: {shown}"
+    return f"{statistics.median(changes):+.1f} %", note
 
 
 def cpu_cell(outcome: Outcome) -> str:
