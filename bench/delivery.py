@@ -8,9 +8,11 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
 - **throughput**: N events are published (in a few transactions) while no worker runs, each
   fanned out to M endpoints; then a worker starts and drains that backlog (a backlog is the
   reproducible way to keep one worker busy; publishing meanwhile would measure the publisher
-  too). Deliveries/s is the number of this run's deliveries that reached the receiver divided
-  by the time from the first of them to arrive to the last, so neither the worker's start-up
-  nor the publishing counts;
+  too). The bench leases the backlog's lanes itself while the workers start
+  (``testbed.hold_lanes``) and gives them back once all are up, so that no worker's start-up
+  falls inside another's drain. Deliveries/s is the number of this run's deliveries that
+  reached the receiver divided by the time from the first of them to arrive to the last, so
+  neither the worker's start-up nor the publishing counts;
 - **the ceiling**: in the same run, a bare aiohttp sender (in this process, on the same
   event loop the worker uses (uvloop), same TLS trust, keep-alive, same limits in flight:
   ``max_in_flight`` in all and ``max_in_flight_per_endpoint`` per endpoint, the same headers
@@ -106,9 +108,11 @@ from testbed import (
     Tls,
     bulk_deliveries,
     dead_endpoint,
+    hold_lanes,
     make_tls,
     prepare_bed,
     publish_backlog,
+    release_lanes,
     seed,
     switch_silent,
     wait_started,
@@ -220,17 +224,20 @@ def bench_database(
 def throughput(
     bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str, workers: int = 1
 ) -> Drain:
-    """Publish a backlog (with the silent endpoint on or off), start ``workers`` workers,
+    """Publish a backlog (with the silent endpoint on or off), start ``workers`` workers
+    while the bench holds the busy club's lanes, then give the lanes back: the workers
     drain it."""
     switch_silent(bed, clubs_, on=label.startswith(SILENT))
     since = timestamps.utc_now()
     publish_backlog(bed, clubs_.busy_id, options.events, random.Random(f"{SEED}-{label}"))
     expected = expected_deliveries(bed, clubs_, since)
     receiver.reset()
+    held = hold_lanes(bed, [*clubs_.signing_secrets, clubs_.silent_id])
     with ExitStack() as stack:
         processes = [stack.enter_context(worker(bed, f"{label}-{n}")) for n in range(workers)]
         for process in processes:
-            wait_started(process, poll=0.01)  # then it claims at once: CPU time counts from here
+            wait_started(process, poll=0.01)
+        release_lanes(bed, held)  # all are up and idle: CPU time counts from here
         return measure_drain(bed, receiver, expected, processes)
 
 

@@ -18,7 +18,7 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, timestamps
 from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.services import clubs, endpoints
+from clubwire.services import claims, clubs, endpoints
 from clubwire.services import events as publishing
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
@@ -49,6 +49,8 @@ KINDS = event_catalog.SUBSCRIBABLE
 PUBLISH_BATCH = 500  # events per publishing transaction
 ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out within a run
 SEED = 20260105
+HOLDER = "bench"  # the lease token the bench holds lanes under while workers start
+HOLD = timedelta(minutes=10)
 
 
 # -- TLS and databases ------------------------------------------------------------------------
@@ -229,6 +231,23 @@ def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> 
     now = timestamps.utc_now()
     event, _ = publishing.publish(session, club, kind, event_catalog.sample(kind, now, rng), now)
     return event.id
+
+
+def hold_lanes(bed: Bed, endpoint_ids: Collection[str]) -> list[str]:
+    """Lease the lanes of these endpoints that have deliveries due, under the bench's own
+    token, as a worker would: workers started meanwhile find nothing to take and idle, so
+    that none starts up while another already drains. Returns the lanes held."""
+    now = timestamps.utc_now()
+    with bed.sessions.begin() as session:
+        held = claims.take_lanes(session, now, now + HOLD, HOLDER, len(endpoint_ids), endpoint_ids)
+    return [lane.endpoint_id for lane in held]
+
+
+def release_lanes(bed: Bed, endpoint_ids: list[str]) -> None:
+    """Give the held lanes back: the workers are told (``NOTIFY``; on SQLite, the commit)
+    and take them as they take any lane that comes due."""
+    with bed.sessions.begin() as session:
+        claims.give_back(session, endpoint_ids, HOLDER, timestamps.utc_now())
 
 
 # -- deliveries in bulk, for the runs at scale ------------------------------------------------
