@@ -77,7 +77,7 @@ class Outcome:
     def round_worker_changes(self) -> list[float]:
         """Each round's several workers against the one worker of the same round, change in
         %: the steadier comparison, as for the ratio."""
-        pairs = zip(self.workers, self.ours, strict=False)
+        pairs = zip(self.workers, self.ours, strict=True)  # one of each a round
         return [(many.rate / one.rate - 1) * 100 for many, one in pairs if one.rate]
 
     @property
