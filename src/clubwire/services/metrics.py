@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 ATTEMPT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_BUCKET_LABELS = [*map(floatToGoString, ATTEMPT_BUCKETS), "+Inf"]  # each bucket's ``le``
 
 
 class Metrics:
@@ -120,11 +121,10 @@ class AttemptCounts:
         for (outcome, trigger), count in counts.items():
             attempts.add_metric((outcome, trigger), count)
         yield attempts
-        bounds = [*map(floatToGoString, ATTEMPT_BUCKETS), "+Inf"]
         yield HistogramMetricFamily(
             "clubwire_delivery_attempt_duration_seconds",
             "How long webhook delivery attempts took, from sending to the answer or failure.",
-            buckets=list(zip(bounds, itertools.accumulate(buckets), strict=True)),
+            buckets=list(zip(_BUCKET_LABELS, itertools.accumulate(buckets), strict=True)),
             sum_value=seconds,
         )
 
