@@ -56,6 +56,7 @@ from clubwire.domain import timestamps
 from clubwire.services import claims
 from clubwire.settings import Settings
 from clubwire.storage import database
+from clubwire.storage.queue import Want
 from clubwire.worker import lanes
 from delivery import DATABASES, POSTGRES_URL
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports
@@ -113,9 +114,9 @@ def look(session: Session, now: datetime, settings: Settings) -> Look:
     for one in leased:
         if room <= 0:
             break
-        wants[one.endpoint_id] = (one, min(lane, room), until)
-        room -= wants[one.endpoint_id][1]
-    jobs = claims.claim(session, now, "wkr_bench", wants) if wants else []
+        wants[one.endpoint_id] = Want(one, min(lane, room), until)
+        room -= wants[one.endpoint_id].count
+    jobs = claims.claim(session, now, "wkr_bench", wants).jobs if wants else []
     return Look(found - start, time.perf_counter() - start, len(jobs))
 
 

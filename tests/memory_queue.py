@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Result
-from clubwire.storage.queue import Lane, Queue, Row
+from clubwire.storage.queue import Lane, Queue, Row, Want
 
 
 @dataclass
@@ -91,24 +91,19 @@ class MemoryQueue(Queue):
             for e in endpoint_ids
         ]
 
-    def jobs(
-        self,
-        connection: Connection,
-        now: datetime,
-        wants: Mapping[str, int],
-        held: Mapping[str, Collection[str]],
-    ) -> list[Row]:
+    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         rows: list[Row] = []
-        for endpoint_id, count in wants.items():
+        for endpoint_id, want in wants.items():
             due = sorted(
                 (waiting.due, delivery_id)
                 for delivery_id, waiting in self.deliveries.items()
                 if waiting.endpoint_id == endpoint_id
                 and waiting.due is not None
                 and waiting.due <= now
-                and delivery_id not in held.get(endpoint_id, ())
+                and (waiting.due, delivery_id) > want.after
+                and delivery_id not in want.held
             )
-            for _, delivery_id in due[:count]:
+            for due_at, delivery_id in due[: want.count]:
                 waiting = self.deliveries[delivery_id]
                 rows.append(
                     (
@@ -119,6 +114,7 @@ class MemoryQueue(Queue):
                         str(waiting.status),
                         waiting.attempt,
                         str(Trigger.SCHEDULED),
+                        due_at,
                     )
                 )
         return rows

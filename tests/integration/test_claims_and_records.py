@@ -18,7 +18,7 @@ from clubwire.services import claims, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database, queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
-from clubwire.storage.queue import postgres, rows
+from clubwire.storage.queue import START, Want, postgres, rows
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
@@ -45,8 +45,8 @@ def _claim(
     with sessions.begin() as session:
         lanes = claims.take_lanes(session, now, now + LEASE, token, 100)
     with sessions() as session:
-        wants = {lane.endpoint_id: (lane, 100, now + LEASE) for lane in lanes}
-        return claims.claim(session, now, token, wants)
+        wants = {lane.endpoint_id: Want(lane, 100, now + LEASE) for lane in lanes}
+        return claims.claim(session, now, token, wants).jobs
 
 
 def _record(
@@ -359,16 +359,57 @@ def test_a_claim_takes_what_each_endpoint_asks_for_oldest_first(
     with sessions.begin() as session:
         lanes = {lane.endpoint_id: lane for lane in claims.take_lanes(session, now, now, ME, 9)}
     with sessions() as session:
-        jobs = claims.claim(session, now, ME, {first.id: (lanes[first.id], 2, now + LEASE)})
+        jobs, _ = claims.claim(session, now, ME, {first.id: Want(lanes[first.id], 2, now + LEASE)})
         assert {job.endpoint_id for job in jobs} == {first.id}
         assert [event_catalog.id_of(job.body) for job in jobs] == [published[1].id, published[0].id]
-        wants = {endpoint_id: (lane, 100, now + LEASE) for endpoint_id, lane in lanes.items()}
         held = {first.id: [job.delivery_id for job in jobs]}
-        left = claims.claim(session, now, ME, wants, held)
+        wants = {
+            endpoint_id: Want(lane, 100, now + LEASE, held=held.get(endpoint_id, ()))
+            for endpoint_id, lane in lanes.items()
+        }
+        left, _ = claims.claim(session, now, ME, wants)
     assert {(job.endpoint_id, event_catalog.id_of(job.body)) for job in left} == {
         (first.id, published[2].id),
         *((second.id, event.id) for event in published),
     }
+
+
+def test_a_lanes_claim_goes_on_from_where_the_last_one_reached_in_due_time_then_id_order(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Deliveries due at the same time (one transaction's publishes) come in id order, so a
+    place (due time, id) splits them exactly; held jobs beyond the place are passed over."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, settings)
+        for at in (2, 1, 1, 1, 1, 3, 1):
+            events.publish(
+                session, club, "registration.created", registration(), EPOCH + timedelta(seconds=at)
+            )
+    now = EPOCH + timedelta(seconds=5)
+    with sessions.begin() as session:
+        (lane,) = claims.take_lanes(session, now, now + LEASE, ME, 9)
+    with sessions() as session:
+        order = [
+            job.delivery_id
+            for job in claims.claim(session, now, ME, {lane.endpoint_id: Want(lane, 9, now)}).jobs
+        ]
+        first = claims.claim(session, now, ME, {lane.endpoint_id: Want(lane, 3, now)})
+        place = first.reached[lane.endpoint_id]
+        rest = claims.claim(session, now, ME, {lane.endpoint_id: Want(lane, 9, now, place)})
+        held = [order[4]]
+        past = claims.claim(session, now, ME, {lane.endpoint_id: Want(lane, 9, now, place, held)})
+        due = {
+            row[0]: row[1] for row in session.execute(select(Delivery.id, Delivery.next_attempt_at))
+        }
+    assert order == sorted(order, key=lambda delivery_id: (due[delivery_id], delivery_id))
+    assert len(order) == 7
+    assert order[1:5] == sorted(order[1:5])  # the four due at once
+    assert place == (due[order[2]], order[2])
+    assert [job.delivery_id for job in first.jobs] == order[:3]
+    assert [job.delivery_id for job in rest.jobs] == order[3:]
+    assert [job.delivery_id for job in past.jobs] == [order[3], *order[5:]]
+    assert past.reached[lane.endpoint_id] == (due[order[6]], order[6])
 
 
 def test_lanes_are_leased_once_each_the_longest_waiting_first(
@@ -564,7 +605,8 @@ def test_a_claim_reaches_each_delivery_by_key_whatever_the_planner_guesses(
         for statement in _MANY_DUE:
             session.execute(text(statement))
         session.execute(text("ANALYZE"))
-    document = rows.document([{"endpoint_id": endpoint_id, "count": 32, "held": []}])
+    want = {"endpoint_id": endpoint_id, "count": 32, "after_due": START[0], "after_id": ""}
+    document = rows.document([{**want, "held": []}])
     explain = text(f"EXPLAIN (FORMAT JSON) {postgres._JOBS.text}")
     with sessions() as session:
         plan = session.execute(explain, {"wants": document, "now": EPOCH}).scalar_one()

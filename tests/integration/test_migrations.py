@@ -234,3 +234,33 @@ def _first_delivery(session: Session) -> str:
 
 def _deliveries_indexes(engine: Engine) -> set[str]:
     return {str(index["name"]) for index in inspect(engine).get_indexes("deliveries")}
+
+
+def test_0015_orders_the_queue_by_id_among_deliveries_due_at_once_and_back(
+    engine: Engine,
+) -> None:
+    """Up from 0014, the queue's order (``queue_entries`` on PostgreSQL, the deliveries'
+    partial index on SQLite) is indexed by due time, then delivery id; down, by due time."""
+    table, delivery_id = (
+        ("queue_entries", "delivery_id")
+        if engine.dialect.name == "postgresql"
+        else ("deliveries", "id")
+    )
+    _move(engine, "0014", down=True)
+    assert _queue_order_columns(engine, table) == ["endpoint_id", _due(table)]
+    _move(engine, "head")
+    assert _queue_order_columns(engine, table) == ["endpoint_id", _due(table), delivery_id]
+
+
+def _due(table: str) -> str:
+    return "due_at" if table == "queue_entries" else "next_attempt_at"
+
+
+def _queue_order_columns(engine: Engine, table: str) -> list[str]:
+    """The columns of the one index of ``table`` that leads with the endpoint and due time."""
+    (columns,) = [
+        [str(column) for column in index["column_names"]]
+        for index in inspect(engine).get_indexes(table)
+        if index["column_names"][:2] == ["endpoint_id", _due(table)]
+    ]
+    return columns

@@ -27,7 +27,7 @@ from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, deliveries, endpoints, events, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
-from clubwire.storage.queue import postgres, sqlite
+from clubwire.storage.queue import Want, postgres, sqlite
 from tests.factories import (
     EPOCH,
     make_club,
@@ -52,8 +52,8 @@ def _attempt(sessions: sessionmaker[Session], rng: random.Random, now: datetime)
     with sessions.begin() as session:
         lanes = claims.take_lanes(session, now, now + LEASE, TOKEN, rng.randint(1, 3))
     with sessions() as session:
-        wants = {lane.endpoint_id: (lane, rng.randint(1, 4), now + LEASE) for lane in lanes}
-        jobs = claims.claim(session, now, TOKEN, wants)
+        wants = {lane.endpoint_id: Want(lane, rng.randint(1, 4), now + LEASE) for lane in lanes}
+        jobs, _ = claims.claim(session, now, TOKEN, wants)
     attempted = [job for job in jobs if rng.random() < 0.8]  # the rest given back unattempted
     results = []
     for job in attempted:

@@ -20,6 +20,7 @@ from clubwire.services import claims, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import Attempt, Delivery
+from clubwire.storage.queue import Want
 from tests import triggers
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 
@@ -37,8 +38,8 @@ def _batch(sessions: sessionmaker[Session], settings: Settings) -> list[Result]:
             events.publish(session, club, "registration.created", registration(), EPOCH)
     with sessions.begin() as session:
         lanes = claims.take_lanes(session, EPOCH, EPOCH + LEASE, "wkr_me", 1)
-        wants = {lane.endpoint_id: (lane, 3, EPOCH + LEASE) for lane in lanes}
-        jobs = claims.claim(session, EPOCH, "wkr_me", wants)
+        wants = {lane.endpoint_id: Want(lane, 3, EPOCH + LEASE) for lane in lanes}
+        jobs, _ = claims.claim(session, EPOCH, "wkr_me", wants)
     return [
         Result(
             job,

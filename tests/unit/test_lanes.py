@@ -3,14 +3,20 @@ refills, give-backs, wake-ups, max rates and stopping (ADR 0008)."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
+
+import pytest
 
 from clubwire.domain.delivery_rules import Status, Verdict
 from clubwire.domain.jobs import Result
-from clubwire.worker.lanes import LanePolicy, Limits
+from clubwire.storage.queue import START
+from clubwire.worker.lanes import LanePolicy, Limits, Wants
 from tests.factories import EPOCH
-from tests.memory_queue import MemoryQueue
+from tests.memory_queue import MemoryQueue, Waiting
 
 TOKEN = "wkr_me"
 LEASE = timedelta(seconds=60)
@@ -28,17 +34,19 @@ class Simulation:
         self.results: list[Result] = []
         self.sent: list[str] = []  # delivery ids, in the order attempted
         self.renewed: list[str] = []  # lanes renewed, one entry a renewal
+        self.asked: list[Wants] = []  # each claim's wants
 
     def publish(self, endpoint_id: str, count: int) -> None:
         for _ in range(count):
-            self.queue.add(endpoint_id, f"dlv_{len(self.queue.deliveries)}", self.now)
+            self.queue.add(endpoint_id, f"dlv_{len(self.queue.deliveries):04d}", self.now)
 
     @property
     def now(self) -> datetime:
         return EPOCH + timedelta(seconds=self.clock)
 
-    def claim(self) -> dict[str, int]:
-        """One claim round; the jobs claimed, by endpoint."""
+    def claim(self, meanwhile: Callable[[], None] = lambda: None) -> dict[str, int]:
+        """One claim round (``meanwhile`` runs while its jobs are read); the jobs claimed,
+        by endpoint."""
         now = self.now
         until = now + LEASE
         asked = self.policy.to_lease()
@@ -51,10 +59,12 @@ class Simulation:
             leased = self.queue.lanes(None, [*taken, *kept])  # type: ignore[arg-type]
             self.policy.held(leased, renew, asked, self.clock, until)
         wants = self.policy.wants()
-        counts = {endpoint_id: n for endpoint_id, (_, n, _) in wants.items()}
-        rows = self.queue.jobs(None, now, counts, self.policy.unrecorded(counts))  # type: ignore[arg-type]
-        jobs = [wants[row[1]][0].job(row, wants[row[1]][2], TOKEN) for row in rows]
-        self.runners += self.policy.deal(jobs, wants)
+        self.asked.append(wants)
+        rows = self.queue.jobs(None, now, wants)  # type: ignore[arg-type]
+        meanwhile()
+        jobs = [wants[row[1]].lane.job(row, wants[row[1]].until, TOKEN) for row in rows]
+        reached = {row[1]: (row[7], row[0]) for row in rows}
+        self.runners += self.policy.deal(jobs, reached, wants)
         self.policy.claimed()
         return Counter(job.endpoint_id for job in jobs)
 
@@ -113,7 +123,7 @@ def test_a_lane_asks_for_more_once_it_has_room_for_a_refill() -> None:
     world.attempt()  # two more: two waiting, two runners: room for a refill of two
     assert world.claim() == {"we_a": 2}
     # four attempted (not recorded yet), four not
-    assert len(world.policy.unrecorded(["we_a"])["we_a"]) == 8
+    assert len(world.policy.lanes["we_a"].claimed) == 8
 
 
 def test_jobs_claimed_and_not_recorded_are_never_claimed_twice() -> None:
@@ -192,17 +202,19 @@ def test_a_max_rate_bounds_the_lane_and_spaces_its_attempts() -> None:
     assert world.claim() == {"we_slow": 4}
 
 
-def test_a_job_given_back_unattempted_is_claimed_again() -> None:
+def test_a_job_given_back_unattempted_is_in_its_lanes_next_claim() -> None:
+    """It lies behind where the lane's claims reached: the lane starts again from the start."""
     world = Simulation()
-    world.publish("we_a", 2)
+    world.publish("we_a", 20)
     world.claim()
     lane = world.policy.lanes["we_a"]
     first = lane.queue[0]
     world.policy.drop("we_a", [first])  # its lease ran short while it waited
-    assert first.delivery_id not in world.policy.unrecorded(["we_a"])["we_a"]
-    lane.dry = False
-    world.policy.wake(["we_a"])
-    assert world.claim() == {"we_a": 1}
+    assert first.delivery_id not in lane.claimed
+    world.attempt()
+    world.attempt()  # room for a refill
+    assert world.claim() == {"we_a": 3}
+    assert first.delivery_id in lane.claimed
 
 
 def test_a_lost_lease_claims_nothing_more() -> None:
@@ -225,7 +237,7 @@ def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
     world.publish("we_b", 20)
     world.claim()
     world.policy.stop()
-    assert world.policy.unrecorded(["we_a", "we_b"]) == {"we_a": [], "we_b": []}
+    assert [lane.claimed for lane in world.policy.lanes.values()] == [set(), set()]
     assert world.policy.to_lease() == (0, None)
     world.attempt()  # the runners find nothing waiting and end
     assert world.flush() == ["we_a", "we_b"]
@@ -251,3 +263,103 @@ def test_a_lease_is_renewed_when_half_spent_or_when_its_endpoint_changed() -> No
         world.step()
     assert world.renewed == ["we_a", "we_a"]
     assert world.queue.heads["we_a"].lease_until == world.now - timedelta(seconds=0.3) + LEASE
+
+
+def test_a_lane_claims_on_from_where_its_last_claim_ended_past_nothing_it_holds() -> None:
+    world = Simulation()
+    world.publish("we_a", 30)
+    world.claim()
+    world.attempt()
+    world.attempt()  # four attempted (held until recorded), two waiting: room for a refill
+    world.claim()
+    first, second = world.asked[0]["we_a"], world.asked[1]["we_a"]
+    assert (first.after, list(first.held)) == (START, [])
+    sixth = world.queue.deliveries["dlv_0005"]
+    assert (second.after, list(second.held)) == ((sixth.due, "dlv_0005"), [])
+    assert len(world.policy.lanes["we_a"].claimed) == 8
+
+
+def test_a_delivery_due_behind_where_the_lane_reached_is_claimed_once_a_wake_names_it() -> None:
+    """A publish that commits after a claim, with a due time before the place that claim
+    reached (its transaction began earlier), is not claimed until its wake-up arrives; then
+    the lane starts again from the start of the queue, past the jobs it holds."""
+    world = Simulation(
+        Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=999)
+    )
+    world.clock = 10.0
+    world.publish("we_a", 20)
+    world.claim()
+    late = world.now - timedelta(seconds=5)
+    world.queue.deliveries["dlv_late"] = Waiting("we_a", late)  # committed, not yet told
+    for _ in range(3):
+        world.attempt()
+        world.claim()
+    assert "dlv_late" not in world.policy.lanes["we_a"].claimed
+    world.policy.wake(["we_a"])  # its NOTIFY
+    assert world.policy.lanes["we_a"].place == START
+    for _ in range(30):
+        world.step()
+    assert sorted(world.sent) == sorted(world.queue.deliveries)
+    assert len(world.sent) == len(set(world.sent)) == 21
+
+
+def test_jobs_claimed_while_the_lane_started_again_are_held_past_anywhere() -> None:
+    """A wake-up during a claim: what that claim read (from the old place) may lie beyond any
+    place the lane reaches from the start, so the lane holds those jobs past every claim."""
+    world = Simulation()
+    world.publish("we_a", 30)
+    world.claim(meanwhile=lambda: world.policy.wake(["we_a"]))
+    lane = world.policy.lanes["we_a"]
+    assert lane.place == START
+    assert lane.unsure == lane.claimed
+    assert len(lane.claimed) == 6
+    for _ in range(40):
+        world.step()
+    assert len(world.sent) == len(set(world.sent)) == 30
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_job_is_claimed_twice_and_none_left_whatever_comes_between_claims(seed: int) -> None:
+    """Publishes (some committing behind where a lane reached, told later), jobs dropped,
+    wake-ups of all kinds, during claims or between: every delivery is sent once."""
+    rng = random.Random(seed)
+    world = Simulation()
+    told: list[str] = []
+    for _ in range(200):
+        endpoint_id = rng.choice(["we_a", "we_b", "we_c"])
+        roll = rng.random()
+        if roll < 0.15:
+            world.publish(endpoint_id, rng.randint(1, 5))
+            world.policy.wake([endpoint_id])  # its NOTIFY
+        elif roll < 0.25:
+            late = world.now - timedelta(seconds=rng.random())
+            world.queue.deliveries[f"dlv_late_{len(world.queue.deliveries)}"] = Waiting(
+                endpoint_id, late
+            )
+            world.queue.mark_due(None, [endpoint_id], late)  # type: ignore[arg-type]
+            told.append(endpoint_id)
+        elif roll < 0.35 and told:
+            world.policy.wake([told.pop()])
+        elif roll < 0.4:
+            world.policy.wake(None)
+        elif roll < 0.5:
+            _drop_one(world, rng)
+        elif roll < 0.6:
+            named = rng.choice([None, [endpoint_id]])
+            world.claim(meanwhile=partial(world.policy.wake, named))
+        world.step(rng.choice([0.05, 0.5, 3.0]))
+        assert len(world.sent) == len(set(world.sent))
+    for endpoint_id in told:
+        world.policy.wake([endpoint_id])
+    for _ in range(100):
+        world.policy.wake(None)  # an idle worker looks when the earliest lane is due
+        world.step(1.0)
+    assert sorted(world.sent) == sorted(world.queue.deliveries)
+
+
+def _drop_one(world: Simulation, rng: random.Random) -> None:
+    """A job waiting in a lane given back unattempted (its lease ran short)."""
+    waiting = [lane for lane in world.policy.lanes.values() if lane.queue]
+    if waiting:
+        lane = rng.choice(waiting)
+        world.policy.drop(lane.leased.endpoint_id, [rng.choice(list(lane.queue))])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -22,7 +23,7 @@ from clubwire.services import endpoints as endpoint_service
 from clubwire.services import events as event_service
 from clubwire.storage import database, queue
 from clubwire.storage.models import Club, Delivery
-from clubwire.storage.queue import Lane, Link
+from clubwire.storage.queue import Lane, Link, Place, Want
 
 
 def take_lanes(
@@ -51,24 +52,23 @@ def take_lanes(
     return [lane for lane in found if lane.open]
 
 
-def claim(
-    session: Session,
-    now: datetime,
-    token: str,
-    wants: Mapping[str, tuple[Lane, int, datetime]],
-    held: Mapping[str, Collection[str]] | None = None,
-) -> list[Job]:
-    """Up to ``count`` due deliveries of each wanted lane, oldest first, but for those the
-    lane holds (``held``, by endpoint: claimed already and not recorded yet), as jobs under
-    the lane's lease (until its time): nothing is written."""
+class Claimed(NamedTuple):
+    jobs: list[Job]
+    reached: dict[str, Place]  # by endpoint: the place of the last job claimed for its lane
+
+
+def claim(session: Session, now: datetime, token: str, wants: Mapping[str, Want]) -> Claimed:
+    """Each wanted lane's due deliveries as its ``Want`` says, oldest first, as jobs under
+    the lane's lease, and where each lane's claims have now reached: nothing is written."""
     connection = session.connection()
-    counts = {endpoint_id: count for endpoint_id, (_, count, _) in wants.items()}
-    rows = queue.of(connection.dialect.name).jobs(connection, now, counts, held or {})
+    rows = queue.of(connection.dialect.name).jobs(connection, now, wants)
     jobs = []
+    reached = {}
     for row in rows:
-        lane, _, until = wants[row[1]]
-        jobs.append(lane.job(row, until, token))
-    return jobs
+        want = wants[row[1]]
+        jobs.append(want.lane.job(row, want.until, token))
+        reached[row[1]] = (row[7], row[0])
+    return Claimed(jobs, reached)
 
 
 def give_back(session: Session, endpoint_ids: Sequence[str], token: str, now: datetime) -> None:

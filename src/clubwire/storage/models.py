@@ -147,11 +147,13 @@ class Delivery(Base):
     __tablename__ = "deliveries"
     __table_args__ = (
         # What the worker claims from on SQLite: each endpoint's due deliveries, oldest
-        # first. PostgreSQL keeps this order in ``queue_entries`` instead (ADR 0008).
+        # first (by id among those of one due time: where a lane's claims go on from).
+        # PostgreSQL keeps this order in ``queue_entries`` instead (ADR 0008).
         Index(
             "ix_deliveries_pending",
             "endpoint_id",
             "next_attempt_at",
+            "id",
             sqlite_where=text("next_attempt_at IS NOT NULL"),
             info={ONLY_ON: "sqlite"},
         ),
@@ -189,7 +191,12 @@ class QueueEntry(Base):
 
     __tablename__ = "queue_entries"
     __table_args__ = (
-        Index("ix_queue_entries_endpoint_id_due_at", "endpoint_id", "due_at"),
+        Index(
+            "ix_queue_entries_endpoint_id_due_at_delivery_id",
+            "endpoint_id",
+            "due_at",
+            "delivery_id",
+        ),
         {"info": {ONLY_ON: "postgresql"}},
     )
 

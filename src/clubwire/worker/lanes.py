@@ -12,13 +12,14 @@ at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max rate ho
 
 from __future__ import annotations
 
-from collections import Counter, deque
-from collections.abc import Collection, Iterable
+from collections import deque
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from clubwire.domain.jobs import Job, Result
 from clubwire.settings import Settings
+from clubwire.storage.queue import START, Place, Want
 from clubwire.storage.queue import Lane as Leased
 
 BACKLOG_ROUNDS = 4
@@ -64,7 +65,13 @@ def backlog_rounds(settings: Settings) -> int:
 @dataclass(slots=True, eq=False)
 class Lane:
     """One leased endpoint: its jobs waiting in ``queue`` or held by one of its ``runners``,
-    and the ids of every job claimed and not recorded yet (``claimed``)."""
+    and the ids of every job claimed and not recorded yet (``claimed``).
+
+    Its claims go on from the ``place`` the last one reached in the endpoint's queue. A
+    delivery may come due behind that place (a publish committed late, a Retry) or be left
+    there (a job dropped): then the lane starts again from the start of the queue
+    (``restart``), past the jobs it holds (``unsure``: those claimed before the restart,
+    which may lie beyond any place it reaches from there)."""
 
     leased: Leased
     since: float  # when it was leased
@@ -76,13 +83,22 @@ class Lane:
     closing: bool = False  # being given back: it claims nothing more
     next_start: float = 0.0  # with a max rate: when its next attempt may start
     stale: bool = False  # its endpoint may have changed: renew and read it again
+    place: Place = START  # where its claims have reached
+    unsure: set[str] = field(default_factory=set)  # held jobs maybe beyond ``place``
+    restarts: int = 0  # how many times its claims started again from the start
+
+    def restart(self) -> None:
+        """Claim from the start of the endpoint's queue again, past the jobs held."""
+        self.place = START
+        self.unsure = set(self.claimed)
+        self.restarts += 1
 
     @property
     def busy(self) -> int:
         return len(self.queue) + self.runners
 
 
-Wants = dict[str, tuple[Leased, int, datetime]]  # by endpoint: lane, count, lease until
+Wants = dict[str, Want]  # by endpoint
 
 
 class LanePolicy:
@@ -94,6 +110,7 @@ class LanePolicy:
         self._named: set[str] = set()  # endpoints a wake-up named, to lease
         self._discover = True  # lease any lanes with due work in the next round
         self._claiming: set[str] = set()  # lanes in the claim under way
+        self._restarts: dict[str, int] = {}  # of the lanes claimed for, as the claim began
         self.busy = 0  # jobs waiting or running in all lanes (the sum of their ``busy``)
 
     # -- wake-ups -----------------------------------------------------------------------------
@@ -107,12 +124,14 @@ class LanePolicy:
             self._discover = True
             for lane in self.lanes.values():
                 lane.stale = True
+                lane.restart()
         for endpoint_id in endpoint_ids or ():
             held = self.lanes.get(endpoint_id)
             if held is None or held.closing:
                 self._named.add(endpoint_id)
             else:
                 held.dry, held.stale = False, True
+                held.restart()  # what came due may lie behind where its claims reached
                 self._wanting.setdefault(endpoint_id)
 
     @property
@@ -202,26 +221,35 @@ class LanePolicy:
             if lane_room < self._refill_of(lane):
                 del self._wanting[endpoint_id]  # it asks again when it has room
             elif room > 0:
-                wants[endpoint_id] = (lane.leased, min(lane_room, room), lane.lease_until)
-                room -= wants[endpoint_id][1]
+                count = min(lane_room, room)
+                # The held ones as a copy: the claim reads them on another thread.
+                held = list(lane.unsure)
+                wants[endpoint_id] = Want(lane.leased, count, lane.lease_until, lane.place, held)
+                self._restarts[endpoint_id] = lane.restarts
+                room -= count
                 del self._wanting[endpoint_id]
         self._claiming.update(wants)
         return wants
 
-    def deal(self, jobs: Iterable[Job], wants: Wants) -> list[str]:
-        """Queue the claimed jobs in their lanes; the lanes to start a runner for, one entry
-        per runner (counted as running from now)."""
-        got: Counter[str] = Counter()
+    def deal(self, jobs: Iterable[Job], reached: Mapping[str, Place], wants: Wants) -> list[str]:
+        """Queue the claimed jobs in their lanes, which go on from where the claim ``reached``
+        (unless they restarted meanwhile: then the jobs claimed count as held past anywhere);
+        the lanes to start a runner for, one entry per runner (counted as running from now)."""
+        got: dict[str, list[str]] = {endpoint_id: [] for endpoint_id in wants}
         for job in jobs:
             lane = self.lanes[job.endpoint_id]
             lane.queue.append(job)
             self.busy += 1
             lane.claimed.add(job.delivery_id)
-            got[job.endpoint_id] += 1
+            got[job.endpoint_id].append(job.delivery_id)
         start = []
-        for endpoint_id, (_, wanted, _) in wants.items():
+        for endpoint_id, want in wants.items():
             lane = self.lanes[endpoint_id]
-            lane.dry = got[endpoint_id] < wanted
+            lane.dry = len(got[endpoint_id]) < want.count
+            if lane.restarts != self._restarts.get(endpoint_id):
+                lane.unsure.update(got[endpoint_id])
+            elif endpoint_id in reached:
+                lane.place = reached[endpoint_id]
             for _ in range(min(self.limits.per_endpoint - lane.runners, len(lane.queue))):
                 lane.runners += 1
                 self.busy += 1
@@ -231,15 +259,10 @@ class LanePolicy:
     def claimed(self) -> None:
         """The claim round is over (done or failed)."""
         self._claiming.clear()
+        self._restarts.clear()
 
     def claim_failed(self) -> None:
         self._discover = True
-
-    def unrecorded(self, endpoint_ids: Iterable[str]) -> dict[str, list[str]]:
-        """Each of these lanes' jobs claimed and not recorded yet (a copy: the claim reads it
-        on another thread), which its claim reads past: a lane's claim costs the same
-        however many jobs the other lanes hold."""
-        return {endpoint_id: list(self.lanes[endpoint_id].claimed) for endpoint_id in endpoint_ids}
 
     # -- runners ------------------------------------------------------------------------------
 
@@ -270,11 +293,14 @@ class LanePolicy:
         """Jobs given back unattempted (their lease ran short, or the worker stops): nothing
         was written, so they are simply claimed again in a later round."""
         lane = self.lanes[endpoint_id]
+        jobs = list(jobs)
         for job in jobs:
             lane.claimed.discard(job.delivery_id)
             if job in lane.queue:
                 lane.queue.remove(job)
                 self.busy -= 1
+        if jobs:
+            lane.restart()  # they lie behind where its claims reached
 
     def runner_ended(self, endpoint_id: str, now: float) -> None:
         """A runner found nothing waiting; the lane asks for more if it may (a lane with a
@@ -299,6 +325,7 @@ class LanePolicy:
             lane = self.lanes.get(result.job.endpoint_id)
             if lane is not None:
                 lane.claimed.discard(result.job.delivery_id)
+                lane.unsure.discard(result.job.delivery_id)
 
     def done(self, now: float) -> list[str]:
         """Lanes with nothing waiting or in flight, and none in the claim under way, that

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -110,9 +110,8 @@ class Worker:
             self._lanes.held(leased, renew, asked, loop.time(), until)
         wants = self._lanes.wants()
         if wants:
-            held = self._lanes.unrecorded(wants)
-            jobs = await self._link.claiming(self._claim_jobs, now, wants, held)
-            for endpoint_id in self._lanes.deal(jobs, wants):
+            jobs, reached = await self._link.claiming(self._claim_jobs, now, wants)
+            for endpoint_id in self._lanes.deal(jobs, reached, wants):
                 runner = asyncio.create_task(self._run_lane(endpoint_id))
                 self._runners.add(runner)
                 runner.add_done_callback(self._runners.discard)
@@ -251,11 +250,9 @@ class Worker:
         with self._link.sessions.begin() as session:
             return claims.take_lanes(session, now, until, self._token, count, named, renew)
 
-    def _claim_jobs(
-        self, now: datetime, wants: Wants, held: Mapping[str, Collection[str]]
-    ) -> list[Job]:
+    def _claim_jobs(self, now: datetime, wants: Wants) -> claims.Claimed:
         with self._link.sessions() as session:
-            return claims.claim(session, now, self._token, wants, held)
+            return claims.claim(session, now, self._token, wants)
 
     def _next_due(self) -> datetime | None:
         with self._link.sessions() as session:

@@ -12,12 +12,12 @@ its wake-up; ``of`` is the one place that asks which database is in use.
 
 from __future__ import annotations
 
-from clubwire.storage.queue.heads import Lane, Queue, Row
+from clubwire.storage.queue.heads import START, Lane, Place, Queue, Row, Want
 from clubwire.storage.queue.link import Link, Wake
 from clubwire.storage.queue.postgres import PostgresQueue
 from clubwire.storage.queue.sqlite import SqliteQueue
 
-__all__ = ["Lane", "Link", "Queue", "Row", "Wake", "of"]
+__all__ = ["START", "Lane", "Link", "Place", "Queue", "Row", "Wake", "Want", "of"]
 
 _QUEUES: dict[str, Queue] = {"postgresql": PostgresQueue(), "sqlite": SqliteQueue()}
 

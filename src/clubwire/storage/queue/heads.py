@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -53,7 +53,7 @@ class Lane:
 
     def job(self, row: Row, until: datetime, token: str) -> Job:
         """One of the lane's due deliveries, as read (``Row``), claimed under ``token``."""
-        delivery_id, _, kind, body, status, attempts, trigger = row
+        delivery_id, _, kind, body, status, attempts, trigger, _ = row
         return Job(
             delivery_id,
             self.club_id,
@@ -70,8 +70,28 @@ class Lane:
         )
 
 
-# A due delivery as a lane reads it: id, endpoint id, kind, body, status, attempts, trigger.
-Row = tuple[str, str, str, bytes, str, int, str]
+# A due delivery as a lane reads it: id, endpoint id, kind, body, status, attempts, trigger,
+# and when it is due.
+Row = tuple[str, str, str, bytes, str, int, str, datetime]
+
+# A place in an endpoint's queue, which orders its due deliveries by due time, then id.
+Place = tuple[datetime, str]
+START: Place = (datetime.min.replace(tzinfo=UTC), "")  # before every delivery
+
+
+@dataclass(frozen=True, slots=True)
+class Want:
+    """What one lane's claim asks for: up to ``count`` of its endpoint's due deliveries after
+    ``after`` (the place the lane's claims have reached), but for those in ``held`` (claimed
+    already, not recorded yet, and maybe after ``after``), as jobs under the lane's lease
+    until ``until``. A lane's claims go on from where the last one ended, so a claim costs
+    the same however many jobs the lane holds (ADR 0008)."""
+
+    lane: Lane
+    count: int
+    until: datetime
+    after: Place = START
+    held: Collection[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,16 +239,9 @@ class Queue:
             for endpoint_id, club_id, url, sealed, open_, rate in rows
         ]
 
-    def jobs(
-        self,
-        connection: Connection,
-        now: datetime,
-        wants: Mapping[str, int],
-        held: Mapping[str, Collection[str]],
-    ) -> list[Row]:
-        """Up to ``wants[endpoint]`` of each endpoint's due deliveries, oldest first, but
-        for those in ``held[endpoint]`` (claimed already, not recorded yet); nothing is
-        written."""
+    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
+        """Each wanted endpoint's due deliveries as its ``Want`` says, in the queue's order
+        (by endpoint, due time, id); nothing is written."""
         raise NotImplementedError
 
     def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:

@@ -17,7 +17,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
-from clubwire.storage.queue.heads import Pending, Queue, Row
+from clubwire.storage.queue.heads import Pending, Queue, Row, Want
 from clubwire.storage.queue.link import Link, Step, T, Wake
 
 log = logging.getLogger(__name__)
@@ -31,27 +31,30 @@ RECONNECT_AFTER = 1.0
 # The queue's order: a table the deliveries' triggers keep (``models.QueueEntry``).
 _PENDING = Pending(tables.queue_entries.c.endpoint_id, tables.queue_entries.c.due_at)
 
-# Each lane reads its entries through their index, past the ones it holds, and each entry
-# its delivery and event by key: a LATERAL with a LIMIT is never flattened into a join the
-# planner might hash, reading both tables whole (it guesses 100 lanes of unknown counts).
+# Each lane reads its entries through their index from where its claims have reached, past
+# the ones it holds beyond that, and each entry its delivery and event by key: a LATERAL
+# with a LIMIT is never flattened into a join the planner might hash, reading both tables
+# whole (it guesses 100 lanes of unknown counts).
 _JOBS = text(
     """
-    SELECT j.id, j.endpoint_id, j.kind, j.body, j.status, j.attempt, j.next_trigger
-    FROM json_to_recordset(CAST(:wants AS JSON))
-        AS w (endpoint_id VARCHAR, count INTEGER, held VARCHAR[])
+    SELECT j.id, j.endpoint_id, j.kind, j.body, j.status, j.attempt, j.next_trigger, q.due_at
+    FROM json_to_recordset(CAST(:wants AS JSON)) AS w (
+        endpoint_id VARCHAR, count INTEGER, after_due TIMESTAMPTZ, after_id VARCHAR,
+        held VARCHAR[])
     CROSS JOIN LATERAL (
         SELECT delivery_id, due_at
         FROM queue_entries
         WHERE endpoint_id = w.endpoint_id AND due_at <= :now
+            AND (due_at, delivery_id) > (w.after_due, w.after_id)
             AND delivery_id <> ALL(w.held)
-        ORDER BY due_at
+        ORDER BY due_at, delivery_id
         LIMIT w.count) AS q
     CROSS JOIN LATERAL (
         SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger
         FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
         WHERE d.id = q.delivery_id
         LIMIT 1) AS j
-    ORDER BY j.endpoint_id, q.due_at
+    ORDER BY j.endpoint_id, q.due_at, q.delivery_id
     """
 ).bindparams(rows.NOW)
 
@@ -96,19 +99,19 @@ class PostgresQueue(Queue):
             payload = " ".join(ordered[start : start + IDS_PER_NOTIFY])
             connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
 
-    def jobs(
-        self,
-        connection: Connection,
-        now: datetime,
-        wants: Mapping[str, int],
-        held: Mapping[str, Collection[str]],
-    ) -> list[Row]:
+    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         if not wants:
             return []
         document = rows.document(
             [
-                {"endpoint_id": e, "count": n, "held": list(held.get(e, ()))}
-                for e, n in wants.items()
+                {
+                    "endpoint_id": endpoint_id,
+                    "count": want.count,
+                    "after_due": want.after[0],
+                    "after_id": want.after[1],
+                    "held": list(want.held),
+                }
+                for endpoint_id, want in wants.items()
             ]
         )
         found = connection.execute(_JOBS, {"wants": document, "now": now})

@@ -9,18 +9,19 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 
 import orjson
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.dialects.sqlite import insert
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import SingletonThreadPool
 
 from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
-from clubwire.storage.queue.heads import Pending, Queue, Row
+from clubwire.storage.queue.heads import Pending, Queue, Row, Want
 from clubwire.storage.queue.link import Link, Step, T, Wake
+from clubwire.storage.types import UTCDateTime
 
 # How often the worker looks for another connection's commit: a publish waits half of it,
 # on average, before the worker sees it.
@@ -35,6 +36,8 @@ _PENDING = Pending(tables.deliveries.c.endpoint_id, tables.deliveries.c.next_att
 # The sqlite3 module gives up the interpreter lock for every row it steps to, so a row per
 # delivery made the claims' thread and the event loop trade the lock once per delivery (ADR
 # 0008, session 11). SQLite 3.40's aggregates keep no order: each row carries its due time.
+# The lane reads from where its claims have reached (a range of its index), past the ones it
+# holds beyond that.
 _JOBS = text(
     """
     SELECT json_group_array(json_array(
@@ -44,11 +47,12 @@ _JOBS = text(
             d.next_attempt_at
         FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
         WHERE d.endpoint_id = :endpoint AND d.next_attempt_at <= :now
+            AND (d.next_attempt_at, d.id) > (:after_due, :after_id)
             AND d.id NOT IN (SELECT value FROM json_each(:held))
-        ORDER BY d.next_attempt_at
+        ORDER BY d.next_attempt_at, d.id
         LIMIT :count)
     """
-).bindparams(rows.NOW)
+).bindparams(rows.NOW, bindparam("after_due", type_=UTCDateTime()))
 
 # The batch's rows (``m``), each found through the primary key.
 _RESULTS = """m AS (
@@ -96,22 +100,23 @@ class SqliteQueue(Queue):
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Nothing to send: the worker sees the commit itself (``listen``)."""
 
-    def jobs(
-        self,
-        connection: Connection,
-        now: datetime,
-        wants: Mapping[str, int],
-        held: Mapping[str, Collection[str]],
-    ) -> list[Row]:
+    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         found: list[Row] = []
-        for endpoint_id, count in wants.items():
-            held_document = rows.document(list(held.get(endpoint_id, ())))
-            values = {"endpoint": endpoint_id, "count": count, "now": now, "held": held_document}
+        for endpoint_id, want in wants.items():
+            after_due, after_id = want.after
+            values = {
+                "endpoint": endpoint_id,
+                "count": want.count,
+                "now": now,
+                "after_due": after_due,
+                "after_id": after_id,
+                "held": rows.document(list(want.held)),
+            }
             lane = orjson.loads(connection.execute(_JOBS, values).scalar_one())
-            lane.sort(key=lambda row: row[7])
+            lane.sort(key=lambda row: (row[7], row[0]))
             found += [
-                (id_, endpoint, kind, bytes.fromhex(body), status, attempt, trigger)
-                for id_, endpoint, kind, body, status, attempt, trigger, _ in lane
+                (id_, endpoint, kind, bytes.fromhex(body), status, attempt, trigger, _time(due))
+                for id_, endpoint, kind, body, status, attempt, trigger, due in lane
             ]
         return found
 
@@ -169,3 +174,8 @@ class SqliteLink(Link):
         with self._engine.connect() as connection:
             version: int = connection.exec_driver_sql(DATA_VERSION).scalar_one()
             return version
+
+
+def _time(stored: str) -> datetime:
+    """A time as SQLite stores it (naive UTC text), as an aware datetime."""
+    return datetime.fromisoformat(stored).replace(tzinfo=UTC)
