@@ -20,7 +20,7 @@ from tests.memory_queue import MemoryQueue, Waiting
 
 TOKEN = "wkr_me"
 LEASE = timedelta(seconds=60)
-LIMITS = Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=5.0)
+LIMITS = Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=5.0)
 
 
 class Simulation:
@@ -137,7 +137,7 @@ def test_jobs_claimed_and_not_recorded_are_never_claimed_twice() -> None:
 def test_endpoints_with_due_work_take_turns() -> None:
     """Room for two lanes, four busy endpoints: each lane is given back after its turn, and
     the endpoints that waited longest are leased next."""
-    world = Simulation(Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=2))
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=2))
     for endpoint in ("we_a", "we_b", "we_c", "we_d"):
         world.publish(endpoint, 500)
         world.clock += 0.001  # a waits longest, then b, c, d
@@ -190,9 +190,7 @@ def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None
 
 
 def test_a_max_rate_bounds_the_lane_and_spaces_its_attempts() -> None:
-    world = Simulation(
-        Limits(per_endpoint=8, lane_depth=24, depth=48, refill=8, max_lanes=4), {"we_slow": 2}
-    )
+    world = Simulation(Limits(per_endpoint=8, rounds=2, depth=48, max_lanes=4), {"we_slow": 2})
     world.publish("we_slow", 20)
     assert world.claim() == {"we_slow": 4}  # two seconds of attempts at 2 a second
     waits = [world.policy.pace("we_slow", 10.0) for _ in range(4)]
@@ -218,9 +216,7 @@ def test_a_job_given_back_unattempted_is_in_its_lanes_next_claim() -> None:
 
 
 def test_a_lost_lease_claims_nothing_more() -> None:
-    world = Simulation(
-        Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=999)
-    )
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=999))
     world.publish("we_a", 20)
     world.claim()
     world.clock += 61  # the worker stalled: its lease ran out, and another took the lane
@@ -247,9 +243,7 @@ def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
 
 def test_a_lease_is_renewed_when_half_spent_or_when_its_endpoint_changed() -> None:
     """Claiming more for a held lane reads nothing but its jobs while its lease is fresh."""
-    world = Simulation(
-        Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=999)
-    )
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=999))
     world.publish("we_a", 400)
     world.claim()
     for _ in range(20):  # two seconds of refills
@@ -283,9 +277,7 @@ def test_a_delivery_due_behind_where_the_lane_reached_is_claimed_once_a_wake_nam
     """A publish that commits after a claim, with a due time before the place that claim
     reached (its transaction began earlier), is not claimed until its wake-up arrives; then
     the lane starts again from the start of the queue, past the jobs it holds."""
-    world = Simulation(
-        Limits(per_endpoint=2, lane_depth=6, depth=12, refill=2, max_lanes=4, turn=999)
-    )
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=999))
     world.clock = 10.0
     world.publish("we_a", 20)
     world.claim()
@@ -363,3 +355,19 @@ def _drop_one(world: Simulation, rng: random.Random) -> None:
     if waiting:
         lane = rng.choice(waiting)
         world.policy.drop(lane.leased.endpoint_id, [rng.choice(list(lane.queue))])
+
+
+def test_a_quick_endpoints_lane_holds_more_rounds_and_a_slow_ones_does_not() -> None:
+    """A lane holds as many rounds as its endpoint ends in a second, between the rounds that
+    fit in any lease and ``deep_rounds``: fewer, larger claims where attempts are quick."""
+    limits = Limits(per_endpoint=2, rounds=2, depth=40, max_lanes=4, deep_rounds=6, turn=999)
+    quick, slow = Simulation(limits), Simulation(limits)
+    for world, seconds in ((quick, 0.01), (slow, 1.0)):
+        world.publish("we_a", 500)
+        for _ in range(30):
+            world.step(seconds)
+    assert quick.policy.lanes["we_a"].rounds == 6  # 200 attempts a second: capped
+    shallow = limits.lane_depth(limits.rounds)
+    assert max(want["we_a"].count for want in quick.asked if "we_a" in want) > shallow
+    assert slow.policy.lanes["we_a"].rounds == 2  # two a second: one round, below the floor
+    assert max(want["we_a"].count for want in slow.asked if "we_a" in want) == shallow

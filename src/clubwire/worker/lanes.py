@@ -5,8 +5,11 @@ Each endpoint the worker has leased has a lane: the jobs claimed for it, waiting
 queue or held by one of its runners (at most ``per_endpoint``), and every job claimed and
 not recorded yet. A lane asks for more while it has room for a refill, so it does not run
 dry, and for ``turn`` seconds at most; then it drains and is given back, so that the
-endpoints that waited longest are leased next, by this worker or another. The worker holds
-at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max rate holds
+endpoints that waited longest are leased next, by this worker or another. A lane holds
+``rounds`` of attempts waiting, as many as may wait inside the lease whatever the endpoint's
+pace, or, once its pace shows that they take less than ``PACE_SECONDS``, up to
+``deep_rounds``: a fast endpoint's lane is claimed for in fewer, larger claims. The worker
+holds at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max rate holds
 ``rate_seconds`` of attempts and starts them ``1 / rate`` seconds apart.
 """
 
@@ -23,6 +26,9 @@ from clubwire.storage.queue import START, Place, Want
 from clubwire.storage.queue import Lane as Leased
 
 BACKLOG_ROUNDS = 4
+DEEP_ROUNDS = 16
+PACE_SECONDS = 1.0
+PACE_AFTER = 0.1  # seconds of a lane's attempts before its pace counts
 LANE_TURN = 5.0
 RATE_SECONDS = 2
 
@@ -30,10 +36,10 @@ RATE_SECONDS = 2
 @dataclass(frozen=True, slots=True)
 class Limits:
     per_endpoint: int  # attempts in flight to one endpoint
-    lane_depth: int  # jobs one lane holds
+    rounds: int  # rounds of attempts a lane holds waiting, whatever its endpoint's pace
     depth: int  # jobs the worker holds in all
-    refill: int  # a lane asks for more once it has room for this many
     max_lanes: int  # lanes the worker holds at once
+    deep_rounds: int = 0  # rounds a lane may hold waiting once its pace shows them quick
     lease: timedelta = timedelta(seconds=60)  # how long a lease lasts; renewed at half
     turn: float = LANE_TURN  # seconds a lane asks for more before it is given back
     rate_seconds: int = RATE_SECONDS  # with a max rate, seconds of attempts a lane holds
@@ -41,18 +47,26 @@ class Limits:
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         """A lane holds its attempts in flight and up to ``backlog_rounds`` more rounds
-        waiting, so each waiting job's attempt still ends inside its lease; it asks for more
-        once it has room for half a round (or one job); the worker holds as many rounds of
-        ``max_in_flight``."""
-        per_endpoint, rounds = settings.max_in_flight_per_endpoint, backlog_rounds(settings)
+        waiting, so each waiting job's attempt still ends inside its lease (up to
+        ``DEEP_ROUNDS`` at a quick endpoint); the worker holds as many deep rounds of
+        ``max_in_flight``, and so leases as many lanes at once as it may run."""
+        deep_rounds = max(backlog_rounds(settings), DEEP_ROUNDS)
         return cls(
-            per_endpoint=per_endpoint,
-            lane_depth=per_endpoint * (rounds + 1),
-            depth=settings.max_in_flight * (rounds + 1),
-            refill=max(1, per_endpoint * rounds // 2),
+            per_endpoint=settings.max_in_flight_per_endpoint,
+            rounds=backlog_rounds(settings),
+            depth=settings.max_in_flight * (deep_rounds + 1),
             max_lanes=settings.max_in_flight,
+            deep_rounds=deep_rounds,
             lease=timedelta(seconds=settings.lease_seconds),
         )
+
+    def lane_depth(self, rounds: int) -> int:
+        """Jobs a lane of ``rounds`` holds: its attempts in flight and the rounds waiting."""
+        return self.per_endpoint * (rounds + 1)
+
+    def refill(self, rounds: int) -> int:
+        """A lane of ``rounds`` asks for more once it has room for half of them (or one)."""
+        return max(1, self.per_endpoint * rounds // 2)
 
 
 def backlog_rounds(settings: Settings) -> int:
@@ -84,6 +98,8 @@ class Lane:
     next_start: float = 0.0  # with a max rate: when its next attempt may start
     stale: bool = False  # its endpoint may have changed: renew and read it again
     place: Place = START  # where its claims have reached
+    rounds: int = 0  # of attempts it holds waiting (``Limits``)
+    started: int = 0  # attempts started since it was leased
     unsure: set[str] = field(default_factory=set)  # held jobs maybe beyond ``place``
     restarts: int = 0  # how many times its claims started again from the start
 
@@ -153,8 +169,11 @@ class LanePolicy:
     def room_for_lanes(self, room: int | None = None) -> int:
         """How many more lanes the worker may lease (``room``: jobs it may still hold)."""
         room = self._room() if room is None else room
-        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // self.limits.lane_depth))
-        return 0 if room < self.limits.refill or self.stopping else max(0, lanes)
+        deepest = self.limits.lane_depth(max(self.limits.rounds, self.limits.deep_rounds))
+        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // deepest))
+        return (
+            0 if room < self.limits.refill(self.limits.rounds) or self.stopping else max(0, lanes)
+        )
 
     def to_lease(self) -> tuple[int, Collection[str] | None]:
         """How many lanes to lease, and of which endpoints (None: any with due work)."""
@@ -202,7 +221,7 @@ class LanePolicy:
         for fresh in leased:
             lane = self.lanes.get(fresh.endpoint_id)
             if lane is None:
-                self.lanes[fresh.endpoint_id] = Lane(fresh, now, until)
+                self.lanes[fresh.endpoint_id] = Lane(fresh, now, until, rounds=self.limits.rounds)
             else:
                 lane.leased, lane.lease_until, lane.stale = fresh, until, False
             self._wanting.setdefault(fresh.endpoint_id)
@@ -273,6 +292,8 @@ class LanePolicy:
             return None
         job = lane.queue.popleft()
         self.busy -= 1
+        lane.started += 1
+        self._pace(lane, now)
         if self._asks(lane, now) and self._room_in(lane) >= self._refill_of(lane):
             self._wanting.setdefault(endpoint_id)
         return job
@@ -362,18 +383,30 @@ class LanePolicy:
             lane.closing or lane.dry or self.stopping or now - lane.since > self.limits.turn
         )
 
+    def _pace(self, lane: Lane, now: float) -> None:
+        """The rounds the lane holds: as many as it ends in ``PACE_SECONDS`` at the pace of
+        its attempts since it was leased, between ``rounds`` and ``deep_rounds``. So the
+        jobs waiting at a quick endpoint still take well under the lease; should the
+        endpoint slow down, those whose lease runs short are dropped, and claimed again."""
+        elapsed = now - lane.since
+        if elapsed >= PACE_AFTER:
+            ended = lane.started - lane.runners  # each runner's attempt is under way
+            quick = int(ended / elapsed * PACE_SECONDS) // self.limits.per_endpoint
+            lane.rounds = max(self.limits.rounds, min(self.limits.deep_rounds, quick))
+
     def _room(self) -> int:
         return self.limits.depth - self.busy
 
     def _room_in(self, lane: Lane) -> int:
         rate = lane.leased.max_rate
-        depth = self.limits.lane_depth
+        depth = self.limits.lane_depth(lane.rounds)
         if rate is not None:
             depth = min(depth, rate * self.limits.rate_seconds)
         return depth - lane.busy
 
     def _refill_of(self, lane: Lane) -> int:
         rate = lane.leased.max_rate
+        refill = self.limits.refill(lane.rounds)
         if rate is None:
-            return self.limits.refill
-        return max(1, min(self.limits.refill, rate * self.limits.rate_seconds // 2))
+            return refill
+        return max(1, min(refill, rate * self.limits.rate_seconds // 2))
