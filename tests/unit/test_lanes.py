@@ -106,11 +106,10 @@ def test_a_lane_runs_its_limit_at_once_and_the_worker_holds_its_depth() -> None:
     world = Simulation()
     for endpoint in ("we_a", "we_b", "we_c"):
         world.publish(endpoint, 50)
-    claimed = world.claim()
-    assert claimed == {"we_a": 6, "we_b": 6}  # two lanes of 6 fill the depth of 12
+    assert world.claim() == {"we_a": 6}  # one lane leased a round
+    assert world.claim() == {"we_b": 4}  # the rest of the worker's depth of 12
     assert [world.in_flight(e) for e in ("we_a", "we_b")] == [2, 2]
-    world.attempt()
-    assert world.claim() == {}  # no room until a lane has room for a refill
+    assert world.claim() == {}  # no room: we_c waits
 
 
 def test_a_lane_asks_for_more_once_it_has_room_for_a_refill() -> None:
@@ -181,10 +180,11 @@ def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None
     world = Simulation()
     world.publish("we_a", 6)
     world.claim()  # we_a leased; it took all it asked for, so it is not dry
+    assert world.claim() == {}  # nothing else is due
     world.policy.lanes["we_a"].dry = True
     world.publish("we_b", 1)
     world.policy.wake(["we_a", "we_b"])
-    assert world.policy.to_lease() == (world.policy.room_for_lanes(), {"we_b"})
+    assert world.policy.to_lease() == (1, {"we_b"})
     assert world.policy.to_renew(world.clock, world.now) == ["we_a"]  # named: read it again
     world.policy.claimed()
 
@@ -221,6 +221,7 @@ def test_a_lost_lease_claims_nothing_more() -> None:
     world.claim()
     world.clock += 61  # the worker stalled: its lease ran out, and another took the lane
     world.queue.heads["we_a"].token = "wkr_other"
+    world.queue.heads["we_a"].lease_until = world.now + LEASE
     world.attempt()
     world.attempt()  # room for a refill: its lease is more than half spent, so it renews
     assert world.claim() == {}
@@ -231,6 +232,7 @@ def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
     world = Simulation()
     world.publish("we_a", 20)
     world.publish("we_b", 20)
+    world.claim()
     world.claim()
     world.policy.stop()
     assert [lane.claimed for lane in world.policy.lanes.values()] == [set(), set()]
@@ -371,3 +373,17 @@ def test_a_quick_endpoints_lane_holds_more_rounds_and_a_slow_ones_does_not() -> 
     assert max(want["we_a"].count for want in quick.asked if "we_a" in want) > shallow
     assert slow.policy.lanes["we_a"].rounds == 2  # two a second: one round, below the floor
     assert max(want["we_a"].count for want in slow.asked if "we_a" in want) == shallow
+
+
+def test_workers_looking_at_once_share_the_lanes_due() -> None:
+    """All woken by one give-back, each worker leases one lane a round, so that the first
+    does not take every lane while the others find none (two workers, one queue)."""
+    first, second = Simulation(), Simulation()
+    second.queue = first.queue
+    for endpoint in ("we_a", "we_b", "we_c", "we_d"):
+        first.publish(endpoint, 10)
+    for world in (first, second, first, second):
+        world.policy.wake(["we_a", "we_b", "we_c", "we_d"])  # the give-back's NOTIFY
+        world.claim()
+    assert len(first.policy.lanes) == len(second.policy.lanes) == 2
+    assert first.policy.lanes.keys().isdisjoint(second.policy.lanes)

@@ -30,6 +30,7 @@ DEEP_ROUNDS = 16
 PACE_SECONDS = 1.0
 PACE_AFTER = 0.1  # seconds of a lane's attempts before its pace counts
 LANE_TURN = 5.0
+LANES_A_ROUND = 1
 RATE_SECONDS = 2
 
 
@@ -176,8 +177,11 @@ class LanePolicy:
         )
 
     def to_lease(self) -> tuple[int, Collection[str] | None]:
-        """How many lanes to lease, and of which endpoints (None: any with due work)."""
-        lanes = self.room_for_lanes()
+        """How many lanes to lease, and of which endpoints (None: any with due work): one a
+        round, so that workers looking at the same moment (all woken by one give-back)
+        share the lanes due rather than the first taking them all; the next round leases
+        the next while it has room."""
+        lanes = min(self.room_for_lanes(), LANES_A_ROUND)
         if not lanes:
             return 0, None
         if self._discover:
@@ -213,7 +217,7 @@ class LanePolicy:
         """Lanes leased or renewed until ``until``, as ``asked`` (``to_lease``); renewed
         lanes not among them were lost (their leases ran out and another worker took them):
         they claim nothing more. If all the lanes asked for came, more may be due: look
-        again."""
+        again (of the named endpoints, those left)."""
         got = {lane.endpoint_id for lane in leased}
         for endpoint_id in renewed:
             if endpoint_id not in got:
@@ -226,8 +230,11 @@ class LanePolicy:
                 lane.leased, lane.lease_until, lane.stale = fresh, until, False
             self._wanting.setdefault(fresh.endpoint_id)
         count, named = asked
-        if named is None and count and len(got - set(renewed)) >= count:
-            self._discover = True
+        if count and len(got - set(renewed)) >= count:
+            if named is None:
+                self._discover = True
+            else:
+                self._named.update(set(named) - got)
 
     def wants(self) -> Wants:
         """How many jobs to claim for each lane that wants some, within the worker's depth;
