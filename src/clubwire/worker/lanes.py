@@ -50,14 +50,13 @@ class Limits:
         """A lane holds its attempts in flight and up to ``backlog_rounds`` more rounds
         waiting, so each waiting job's attempt still ends inside its lease (up to
         ``DEEP_ROUNDS`` at a quick endpoint); the worker holds as many deep rounds of
-        ``max_in_flight``, and so leases as many lanes at once as it may run."""
-        deep_rounds = max(backlog_rounds(settings), DEEP_ROUNDS)
+        ``max_in_flight``, and so leases as many lanes as it may run at once."""
         return cls(
             per_endpoint=settings.max_in_flight_per_endpoint,
             rounds=backlog_rounds(settings),
-            depth=settings.max_in_flight * (deep_rounds + 1),
+            depth=settings.max_in_flight * (DEEP_ROUNDS + 1),
             max_lanes=settings.max_in_flight,
-            deep_rounds=deep_rounds,
+            deep_rounds=DEEP_ROUNDS,
             lease=timedelta(seconds=settings.lease_seconds),
         )
 
