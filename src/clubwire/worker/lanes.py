@@ -128,6 +128,9 @@ class LanePolicy:
         self._claiming: set[str] = set()  # lanes in the claim under way
         self._restarts: dict[str, int] = {}  # of the lanes claimed for, as the claim began
         self.busy = 0  # jobs waiting or running in all lanes (the sum of their ``busy``)
+        # Room a lane may take (at its deepest), and the least a lane asks for.
+        self._deepest = limits.lane_depth(max(limits.rounds, limits.deep_rounds))
+        self._least_refill = limits.refill(limits.rounds)
 
     # -- wake-ups -----------------------------------------------------------------------------
 
@@ -169,11 +172,8 @@ class LanePolicy:
     def room_for_lanes(self, room: int | None = None) -> int:
         """How many more lanes the worker may lease (``room``: jobs it may still hold)."""
         room = self._room() if room is None else room
-        deepest = self.limits.lane_depth(max(self.limits.rounds, self.limits.deep_rounds))
-        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // deepest))
-        return (
-            0 if room < self.limits.refill(self.limits.rounds) or self.stopping else max(0, lanes)
-        )
+        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // self._deepest))
+        return 0 if room < self._least_refill or self.stopping else max(0, lanes)
 
     def to_lease(self) -> tuple[int, Collection[str] | None]:
         """How many lanes to lease, and of which endpoints (None: any with due work): one a
