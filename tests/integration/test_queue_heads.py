@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import sqlite3
 import threading
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -26,6 +28,7 @@ from clubwire.domain.jobs import Result, judge
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, clubs, deliveries, endpoints, events, records
 from clubwire.settings import Settings
+from clubwire.storage import database
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
 from clubwire.storage.queue import Want, postgres, sqlite
 from tests.factories import (
@@ -194,13 +197,19 @@ def test_a_lane_given_back_with_work_due_is_told_to_listening_workers(
     assert [notice.payload for notice in notices] == [busy]
 
 
+@pytest.mark.parametrize("quiet_after", [sqlite.QUIET_AFTER, 0.0], ids=["busy", "quiet"])
 def test_the_sqlite_worker_is_woken_by_other_connections_commits_only(
-    sessions: sessionmaker[Session], settings: Settings
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    quiet_after: float,
 ) -> None:
     """Its own records (on the link's records connection) do not wake it; a publish on any
-    other connection does."""
+    other connection does, also once it looks less often after a quiet spell (``quiet``:
+    from its first look)."""
     if not settings.is_sqlite:
         pytest.skip("PostgreSQL's workers are woken by NOTIFY")
+    monkeypatch.setattr(sqlite, "QUIET_AFTER", quiet_after)
     with sessions.begin() as session:
         club = make_club(session)
         make_endpoint(session, club, settings)
@@ -211,6 +220,28 @@ def test_the_sqlite_worker_is_woken_by_other_connections_commits_only(
             events.publish(session, club, "registration.created", registration(), EPOCH)
 
     assert asyncio.run(_wake_ups(sessions, publish)) == [None, None]
+
+
+def test_the_sqlite_worker_stops_listening_with_the_error_when_it_cannot_look(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A file SQLite cannot read: listening ends with its error (the worker logs it) rather
+    than looking no more in silence."""
+    if not settings.is_sqlite:
+        pytest.skip("PostgreSQL's workers are woken by NOTIFY")
+    path = tmp_path / "not-a-database.db"
+    path.write_bytes(b"not a database file " * 256)
+    engine = database.sqlite_engine(make_url(f"sqlite:///{path}"))
+    link = claims.link(database.sessions(engine))
+
+    async def listen() -> None:
+        try:
+            await asyncio.wait_for(link.listen(lambda _endpoint_ids: None), timeout=10)
+        finally:
+            await link.close()
+
+    with pytest.raises(sqlite3.DatabaseError, match="not a database"):
+        asyncio.run(listen())
 
 
 def test_postgresql_runs_the_workers_statements_on_its_event_loop(
@@ -300,5 +331,5 @@ async def _settled(woken: list[Collection[str] | None], count: int) -> None:
         if len(woken) >= count:
             break
         await asyncio.sleep(0.01)
-    await asyncio.sleep(sqlite.CHECK_EVERY * 5)
+    await asyncio.sleep(sqlite.CHECK_QUIET * 2)
     assert len(woken) == count
