@@ -48,7 +48,9 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
 The throughput runs go in alternating rounds (``--rounds``, 3): worker, bare sender, worker
 with the silent endpoint, the silent run going first every other round so that neither
 kind always meets the larger database. The best run of each kind counts, as the machine may
-be busy with other work. After each worker stops, the script also checks that every
+be busy with other work; beside the ratio and the silent endpoint's change, the median of
+each round's (its runs go seconds apart, so a machine whose speed moves between minutes
+moves both sides). After each worker stops, the script also checks that every
 delivery that reached the receiver is recorded as succeeded ("not recorded": a worker that
 loses results sends those deliveries again when their lease runs out). Each run counts only
 its own deliveries; others that arrive meanwhile (sent again from earlier runs) are reported

@@ -1,12 +1,13 @@
 """The delivery benchmark's report: the outcome on each database, its targets, and the tables.
 
 ``Outcome`` gathers what was measured on one database, every run of each kind; the best run of
-each kind counts, and is held to the targets below. Beside the ratio of the best runs, the
-median of each round's ratio: on a shared machine whose speed moves by 20-30 % from one
-minute to the next, the steadier of the two for comparing builds. ``report`` prints one
-table per database, and after it the lines ``backlog <N> change <±x.x> %`` (with
-``--backlog``) and ``workers <N> change <±x.x> % duplicates <n>`` (with ``--workers``,
-PostgreSQL) for scripts to read.
+each kind counts, and is held to the targets below. Beside the ratio of the best runs, and
+the silent endpoint's change between the best runs, the median of each round's (the runs
+of a round go seconds apart): on a shared machine whose speed moves by 20-30 % from one
+minute to the next, the steadier of the two for comparing builds (ADR 0008, session 17).
+``report`` prints one table per database, and after it the lines ``backlog <N> change
+<±x.x> %`` (with ``--backlog``) and ``workers <N> change <±x.x> % duplicates <n>`` (with
+``--workers``, PostgreSQL) for scripts to read.
 """
 
 from __future__ import annotations
@@ -74,11 +75,16 @@ class Outcome:
         return change(self.workers, self.ours)
 
     @property
+    def round_silent_changes(self) -> list[float]:
+        """Each round's run with the silent endpoint against the run without it in the same
+        round, change in %: the steadier comparison, as for the ratio."""
+        return round_changes(self.silent, self.ours)
+
+    @property
     def round_worker_changes(self) -> list[float]:
         """Each round's several workers against the one worker of the same round, change in
         %: the steadier comparison, as for the ratio."""
-        pairs = zip(self.workers, self.ours, strict=True)  # one of each a round
-        return [(many.rate / one.rate - 1) * 100 for many, one in pairs if one.rate]
+        return round_changes(self.workers, self.ours)
 
     @property
     def ratio_met(self) -> bool:
@@ -123,6 +129,13 @@ class Outcome:
 
 def best(drains: list[Drain]) -> Drain:
     return max(drains, key=lambda drain: drain.rate)
+
+
+def round_changes(drains: list[Drain], against: list[Drain]) -> list[float]:
+    """Each round's run of ``drains`` against the run of ``against`` in the same round (one
+    of each a round), deliveries/s, change in %."""
+    pairs = zip(drains, against, strict=True)
+    return [(run.rate / other.rate - 1) * 100 for run, other in pairs if other.rate]
 
 
 def change(drains: list[Drain], against: list[Drain]) -> float:
@@ -186,6 +199,7 @@ def report(outcome: Outcome) -> None:
         ("light load p99", f"{p99:.1f} ms", f"{LIGHT_EVENTS - o.light_lost} of {LIGHT_EVENTS}"),
         ("+1 silent endpoint", f"{best(o.silent).rate:,.0f}", f"healthy: {runs(o.silent)}"),
         ("change", f"{o.silent_change:+.1f} %", silent),
+        ("change, by round", *silent_by_round(o)),
         ("not recorded", f"{o.unrecorded:,}", unrecorded_note(o)),
     ]
     if o.backlog:
@@ -219,12 +233,26 @@ def round_note(outcome: Outcome) -> str:
     return f"median of each round's worker / bare: {shown}"
 
 
+def silent_by_round(outcome: Outcome) -> tuple[str, str]:
+    """The median of each round's change with the silent endpoint, and each round's."""
+    changes = outcome.round_silent_changes
+    median = statistics.median(changes) if changes else 0.0
+    target = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(median > -TARGET_SILENT_DROP)}"
+    return by_round(changes, f"{target}; median of each round's with / without, %")
+
+
 def workers_by_round(outcome: Outcome) -> tuple[str, str]:
     """The median of each round's change with several workers, and each round's."""
     changes = outcome.round_worker_changes
+    return by_round(changes, f"median of each round's {outcome.worker_count} workers / one, %")
+
+
+def by_round(changes: list[float], what: str) -> tuple[str, str]:
+    """The median of ``changes`` (in %), and ``what`` they are followed by each of them."""
+    if not changes:
+        return "-", what
     shown = " · ".join(f"{change:+.1f}" for change in changes)
-    note = f"median of each round's {outcome.worker_count} workers / one worker, %: {shown}"
-    return f"{statistics.median(changes):+.1f} %", note
+    return f"{statistics.median(changes):+.1f} %", f"{what}: {shown}"
 
 
 def cpu_cell(outcome: Outcome) -> str:
