@@ -61,8 +61,7 @@ class Outcome:
     @property
     def silent_change(self) -> float:
         """The healthy endpoints' deliveries/s with a silent endpoint, change in %."""
-        ours = best(self.ours).rate
-        return (best(self.silent).rate / ours - 1) * 100 if ours else 0.0
+        return change(self.silent, self.ours)
 
     @property
     def backlog_change(self) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import sqlite3
 import threading
@@ -225,14 +226,11 @@ def test_the_sqlite_worker_is_woken_by_other_connections_commits_only(
 def test_the_sqlite_worker_stops_listening_with_the_error_when_it_cannot_look(
     settings: Settings, tmp_path: Path
 ) -> None:
-    """A file SQLite cannot read: listening ends with its error (the worker logs it) rather
-    than looking no more in silence."""
+    """A file SQLite cannot read: listening ends with its error rather than looking no more
+    in silence."""
     if not settings.is_sqlite:
         pytest.skip("PostgreSQL's workers are woken by NOTIFY")
-    path = tmp_path / "not-a-database.db"
-    path.write_bytes(b"not a database file " * 256)
-    engine = database.sqlite_engine(make_url(f"sqlite:///{path}"))
-    link = claims.link(database.sessions(engine))
+    link = claims.link(_unreadable(tmp_path))
 
     async def listen() -> None:
         try:
@@ -242,6 +240,85 @@ def test_the_sqlite_worker_stops_listening_with_the_error_when_it_cannot_look(
 
     with pytest.raises(sqlite3.DatabaseError, match="not a database"):
         asyncio.run(listen())
+
+
+def test_a_worker_whose_listening_fails_logs_it_and_listens_again(
+    settings: Settings,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each failure is logged with its error, and the worker listens again a moment later
+    (until then, and if it never comes back, the worker looks for due work at its safety
+    poll)."""
+    if not settings.is_sqlite:
+        pytest.skip("an SQLite file that cannot be read is the failure at hand")
+    monkeypatch.setattr("clubwire.storage.queue.link.LISTEN_AGAIN_AFTER", 0.01)
+    link = claims.link(_unreadable(tmp_path))
+
+    async def listen_until_failed_twice() -> None:
+        listening = asyncio.create_task(link.keep_listening(lambda _endpoint_ids: None))
+        try:
+            for _ in range(1000):
+                if len(_listening_failures(caplog)) >= 2 or listening.done():
+                    break
+                await asyncio.sleep(0.01)
+            assert not listening.done()
+        finally:
+            listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listening
+            await link.close()
+
+    asyncio.run(listen_until_failed_twice())
+    failures = _listening_failures(caplog)
+    assert len(failures) >= 2
+    assert all(
+        record.exc_info and isinstance(record.exc_info[1], sqlite3.DatabaseError)
+        for record in failures
+    )
+
+
+def _unreadable(tmp_path: Path) -> sessionmaker[Session]:
+    path = tmp_path / "not-a-database.db"
+    path.write_bytes(b"not a database file " * 256)
+    return database.sessions(database.sqlite_engine(make_url(f"sqlite:///{path}")))
+
+
+def _listening_failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        record for record in caplog.records if "listening for due work failed" in record.message
+    ]
+
+
+def test_the_sqlite_workers_connections_keep_their_temporary_files_in_memory(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """The worker's own connections (claims, and leases and records) keep statement journals
+    in memory, checkpoint the log every 10,000 pages and cache 32 MiB (ADR 0008 session 18);
+    the other connections keep SQLite's defaults."""
+    if not settings.is_sqlite:
+        pytest.skip("PostgreSQL's workers have options of their own")
+    link = claims.link(sessions)
+
+    async def worker_pragmas() -> tuple[tuple[int, ...], tuple[int, ...]]:
+        try:
+            return (
+                await link.claiming(_pragmas, link.sessions),
+                await link.recording(_pragmas, link.sessions),
+            )
+        finally:
+            await link.close()
+
+    memory, checkpoint, cache = 2, 10_000, -32 * 1024
+    assert asyncio.run(worker_pragmas()) == ((memory, checkpoint, cache),) * 2
+    assert _pragmas(sessions) == (0, 1000, -2000)
+
+
+def _pragmas(sessions: sessionmaker[Session]) -> tuple[int, ...]:
+    with sessions() as session:
+        names = ("temp_store", "wal_autocheckpoint", "cache_size")
+        return tuple(session.execute(text(f"PRAGMA {name}")).scalar_one() for name in names)
 
 
 def test_postgresql_runs_the_workers_statements_on_its_event_loop(

@@ -65,7 +65,7 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Deliver until ``stop`` is set; then finish the attempts in flight, record them and
         give every lane back."""
-        queue_listener = self._link.listen(self.wake)
+        queue_listener = self._link.keep_listening(self.wake)
         helpers = [asyncio.create_task(self._record_loop()), asyncio.create_task(queue_listener)]
         try:
             while not stop.is_set():

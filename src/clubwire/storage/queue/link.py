@@ -4,10 +4,16 @@ threads of the link's own; PostgreSQL's on the event loop, through asynchronous 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable, Collection
 from typing import Literal, ParamSpec, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger(__name__)
+
+LISTEN_AGAIN_AFTER = 1.0  # seconds after listening failed
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -39,6 +45,19 @@ class Link:
         """Call ``wake`` with the endpoints that changed (None: any may have), until
         cancelled."""
         raise NotImplementedError
+
+    async def keep_listening(self, wake: Wake) -> None:
+        """``listen`` until cancelled; each time it fails, log why and listen again after
+        ``LISTEN_AGAIN_AFTER`` seconds (listening anew wakes the worker: anything may have
+        come meanwhile). Until then the worker looks for due work at its safety poll."""
+        while True:
+            try:
+                await self.listen(wake)
+            except Exception:
+                log.exception(
+                    "listening for due work failed; listening again in %g s", LISTEN_AGAIN_AFTER
+                )
+            await asyncio.sleep(LISTEN_AGAIN_AFTER)
 
     async def close(self) -> None:
         """Once the statements under way are done."""

@@ -137,7 +137,9 @@ class SqliteLink(Link):
     connection's data version changes with other connections' commits only."""
 
     def __init__(self, sessions: sessionmaker[Session]) -> None:
-        self._engine = database.sqlite_engine(database.url_of(sessions), SingletonThreadPool)
+        self._engine = database.sqlite_engine(
+            database.url_of(sessions), SingletonThreadPool, worker=True
+        )
         claims = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db")
         writes = ThreadPoolExecutor(1, thread_name_prefix="clubwire-db-write")
         self._threads: dict[Step, ThreadPoolExecutor] = {
