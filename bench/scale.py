@@ -31,7 +31,7 @@ with 1M due over 50 endpoints, deliveries/s within 20 % of the run with 10k due;
 (SQLite) and worker (PostgreSQL) under 1 % of a core, also with 100k waiting.
 
 Run from the repository root: ``.venv/bin/python bench/scale.py [--database both]
-[--sizes 10000,100000,1000000] [--looks 20]``. About 4 minutes with the default sizes on this
+[--sizes 10000,100000,1000000] [--looks 100]``. About 4 minutes with the default sizes on this
 machine (2 cores), most of it on PostgreSQL; PostgreSQL databases are made and dropped as in
 ``bench/delivery.py`` (``--postgres-url``).
 """
@@ -80,7 +80,7 @@ from testbed import (
 
 PROG = "bench/scale.py"
 SIZES = (10_000, 100_000, 1_000_000)
-LOOKS = 20
+LOOKS = 100  # a median of 20 moved 2× between runs on a noisy machine (ADR 0008 session 18)
 HEALTHY, HEALTHY_DUE = 5, 20  # healthy endpoints, and due deliveries each
 DUE_CLUBS, DUE_PER_CLUB = 5, 10  # 50 endpoints with due work
 WAITING_IN, DUE_IN = timedelta(hours=2), timedelta(minutes=-1)
