@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -31,3 +32,27 @@ def test_random_base62_has_the_asked_length_and_alphabet(length: int) -> None:
 
 def test_random_base62_uses_the_whole_alphabet() -> None:
     assert set(ids.random_base62(5000)) == set(ids.BASE62)
+
+
+MOMENT = datetime(2026, 11, 27, 4, 45, 12, 345678, tzinfo=UTC)
+
+
+def test_a_sorted_id_has_the_shape_of_any_other() -> None:
+    assert re.fullmatch(r"dlv_[0-9A-Za-z]{20}", ids.new_sorted_id("dlv", MOMENT))
+
+
+def test_sorted_ids_made_later_sort_later_to_the_millisecond() -> None:
+    moments = [MOMENT + timedelta(milliseconds=step) for step in (0, 1, 61, 62, 3_844, 10**9)]
+    made = [ids.new_sorted_id("dlv", moment) for moment in moments]
+    assert made == sorted(made)
+    assert len({value[:12] for value in made}) == len(made)  # each its own time
+
+
+def test_sorted_ids_of_one_millisecond_share_their_time_and_differ_in_the_rest() -> None:
+    made = {ids.new_sorted_id("dlv", MOMENT) for _ in range(1000)}
+    assert len(made) == 1000
+    assert len({value[:12] for value in made}) == 1
+    assert (
+        ids.new_sorted_id("dlv", MOMENT + timedelta(microseconds=999 - 678))[:12]
+        == next(iter(made))[:12]
+    )

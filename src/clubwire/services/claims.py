@@ -106,7 +106,7 @@ def create_test_job(
     )
     event = event_service.record_event(session, club, event_catalog.PING, payload, now)
     delivery = Delivery(
-        id=ids.new_id("dlv"),
+        id=ids.new_sorted_id("dlv", now),
         club_id=club.id,
         event_id=event.id,
         endpoint_id=endpoint.id,

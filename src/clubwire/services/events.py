@@ -83,7 +83,7 @@ def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: 
         return
     rows = [
         {
-            "id": ids.new_id("dlv"),
+            "id": ids.new_sorted_id("dlv", now),
             "club_id": event.club_id,
             "event_id": event.id,
             "endpoint_id": endpoint.id,
