@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clubwire import ids
-from clubwire.domain import key_format
+from clubwire.domain import base62, key_format
 from clubwire.services import keys
 from tests.factories import EPOCH
 
@@ -24,7 +24,7 @@ SECRET = RANDOM + CHECKSUM
 VALID = f"cw_live_{PREFIX}_{SECRET}"
 LEGACY = f"cw_live_{PREFIX}_{RANDOM}"  # made before checksums: a 32-character secret
 
-base62_text = st.text(alphabet=ids.BASE62)
+base62_text = st.text(alphabet=base62.ALPHABET)
 any_text = st.text(alphabet=st.characters(exclude_categories=()))
 
 
@@ -148,10 +148,10 @@ def test_parse_rejects_anything_in_front_of_a_valid_key(junk: str, tail: str) ->
 
 
 prefixes = st.text(
-    alphabet=ids.BASE62, min_size=key_format.PREFIX_LENGTH, max_size=key_format.PREFIX_LENGTH
+    alphabet=base62.ALPHABET, min_size=key_format.PREFIX_LENGTH, max_size=key_format.PREFIX_LENGTH
 )
 randoms = st.text(
-    alphabet=ids.BASE62, min_size=key_format.RANDOM_LENGTH, max_size=key_format.RANDOM_LENGTH
+    alphabet=base62.ALPHABET, min_size=key_format.RANDOM_LENGTH, max_size=key_format.RANDOM_LENGTH
 )
 
 
@@ -207,8 +207,7 @@ def test_the_checksum_is_the_crc32_in_six_base62_digits_most_significant_first(
     crc = zlib.crc32(text.encode()) if crc is None else crc
     digits = key_format.checksum(text)
     assert len(digits) == key_format.CHECKSUM_LENGTH
-    assert sum(ids.BASE62.index(d) * 62**i for i, d in enumerate(reversed(digits))) == crc
-    assert key_format.BASE62 == ids.BASE62
+    assert sum(base62.ALPHABET.index(d) * 62**i for i, d in enumerate(reversed(digits))) == crc
 
 
 def test_the_largest_crc32_still_fits_six_digits() -> None:
@@ -237,7 +236,7 @@ def test_any_one_character_changed_anywhere_fails_the_checksum(
     index = data.draw(
         st.integers(min_value=start, max_value=len(value) - 1).filter(lambda i: value[i] != "_")
     )
-    other = data.draw(st.sampled_from(ids.BASE62).filter(lambda c: c != value[index]))
+    other = data.draw(st.sampled_from(base62.ALPHABET).filter(lambda c: c != value[index]))
     tampered = key_format.parse(value[:index] + other + value[index + 1 :])
     assert tampered is not None
     assert not key_format.checksum_holds(tampered)
@@ -266,7 +265,9 @@ def test_a_random_secret_of_the_new_length_almost_never_passes(prefix: str, rand
 @given(
     st.data(),
     st.text(
-        alphabet=ids.BASE62, min_size=key_format.RANDOM_LENGTH, max_size=key_format.RANDOM_LENGTH
+        alphabet=base62.ALPHABET,
+        min_size=key_format.RANDOM_LENGTH,
+        max_size=key_format.RANDOM_LENGTH,
     ),
 )
 def test_a_secret_with_one_character_changed_does_not_match(
@@ -275,7 +276,7 @@ def test_a_secret_with_one_character_changed_does_not_match(
     new = key_format.generate(FakeRandom(PREFIX, random))
     secret = new.value.rsplit("_", 1)[1]
     index = data.draw(st.integers(min_value=0, max_value=len(secret) - 1))
-    other = data.draw(st.sampled_from(ids.BASE62).filter(lambda c: c != secret[index]))
+    other = data.draw(st.sampled_from(base62.ALPHABET).filter(lambda c: c != secret[index]))
     tampered = secret[:index] + other + secret[index + 1 :]
     assert not key_format.matches(tampered, new.secret_hash)
     assert key_format.parse(f"cw_live_{PREFIX}_{tampered}") is not None
@@ -347,7 +348,7 @@ def test_bearer_token_never_raises_and_returns_a_trimmed_token(header: str) -> N
 
 @given(
     st.sampled_from(["Bearer", "bearer", "BEARER", "bEARER", "BeArEr"]),
-    st.text(alphabet=ids.BASE62 + "-._~+/=", min_size=1),
+    st.text(alphabet=base62.ALPHABET + "-._~+/=", min_size=1),
 )
 def test_bearer_token_returns_any_token_after_the_scheme(scheme: str, token: str) -> None:
     assert key_format.bearer_token(f"{scheme} {token}") == token

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clubwire import ids, signing
-from clubwire.domain import event_catalog, standard_signing, webhook_secrets
+from clubwire.domain import base62, event_catalog, standard_signing, webhook_secrets
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job
 from clubwire.services import attempts
@@ -29,7 +29,7 @@ SPEC_TIMESTAMP = 1614265330
 SPEC_BODY = b'{"test": 2432232314}'
 SPEC_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
-BASE62 = ids.BASE62
+BASE62 = base62.ALPHABET
 base62_secrets = st.text(BASE62, min_size=webhook_secrets.LENGTH, max_size=webhook_secrets.LENGTH)
 message_ids = st.text(BASE62, min_size=1, max_size=40).map(lambda s: "evt_" + s)
 bodies = st.binary(max_size=2000)

@@ -17,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import string
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+
+from clubwire.domain import base62
 
 TAG = "cw_live_"
 PREFIX_LENGTH = 10
@@ -30,7 +31,6 @@ CHECKSUM_LENGTH = 6  # 62**6 > 2**32: six base62 digits hold any CRC32
 SECRET_LENGTH = RANDOM_LENGTH + CHECKSUM_LENGTH
 LEGACY_SECRET_LENGTH = RANDOM_LENGTH  # a key made before checksums
 MAX_KEY_LENGTH = 128
-BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 # Every key clubwire has made, old and new, and nothing else: published in docs/api.md for
 # secret scanners. Portable: the same in PCRE, RE2, JavaScript and Python.
@@ -66,12 +66,7 @@ def parse(value: str) -> ParsedKey | None:
 
 def checksum(text: str) -> str:
     """The CRC32 of ``text``'s ASCII bytes as 6 base62 digits, zero-padded."""
-    number = zlib.crc32(text.encode("ascii"))
-    digits = []
-    for _ in range(CHECKSUM_LENGTH):
-        number, digit = divmod(number, 62)
-        digits.append(BASE62[digit])
-    return "".join(reversed(digits))
+    return base62.encode(zlib.crc32(text.encode("ascii")), CHECKSUM_LENGTH)
 
 
 def checksum_holds(key: ParsedKey) -> bool:

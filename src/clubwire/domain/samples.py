@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import random
 import re
-import string
 from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import get_args
 
-from clubwire.domain import payloads, timestamps
+from clubwire.domain import base62, payloads, timestamps
 from clubwire.domain.program_wire import ProgramType
 
-_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _TAX = Decimal("1.13")  # Ontario HST
 _CENT = Decimal("0.01")
 _PEOPLE = (
@@ -58,7 +56,7 @@ _PAYMENT_ROUTES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def _token(rng: random.Random, prefix: str) -> str:
-    return f"{prefix}_{''.join(rng.choices(_BASE62, k=12))}"
+    return f"{prefix}_{''.join(rng.choices(base62.ALPHABET, k=12))}"
 
 
 def _slug(name: str) -> str:
