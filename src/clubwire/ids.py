@@ -13,8 +13,10 @@ _TIME_CHARS = 8  # milliseconds since 1970 in base62: enough until the year 8800
 
 
 def random_base62(length: int) -> str:
-    """A string of ``length`` characters drawn uniformly from the base62 alphabet."""
-    return "".join(secrets.choice(base62.ALPHABET) for _ in range(length))
+    """A string of ``length`` characters drawn uniformly from the base62 alphabet: the digits
+    of one number drawn below ``62**length`` (one read of the system's randomness, where a
+    draw per character made an id cost 13 µs)."""
+    return base62.encode(secrets.randbelow(62**length), length)
 
 
 def new_id(prefix: str) -> str:

@@ -30,6 +30,12 @@ def test_random_base62_uses_the_whole_alphabet() -> None:
     assert set(ids.random_base62(5000)) == set(base62.ALPHABET)
 
 
+def test_each_position_of_random_base62_takes_every_character() -> None:
+    drawn = [ids.random_base62(20) for _ in range(3000)]
+    for position in (0, 10, 19):  # a character missed: about 1e-19
+        assert {value[position] for value in drawn} == set(base62.ALPHABET)
+
+
 MOMENT = datetime(2026, 11, 27, 4, 45, 12, 345678, tzinfo=UTC)
 
 

@@ -181,6 +181,7 @@ class Queue:
             lease_token=None,
         ).returning(case((_h.next_due_at <= _NOW, _h.endpoint_id)))
         self._refresh = heads.values(next_due_at=earliest)
+        self._mark_due = _upsert(self._insert)  # built once: building it costs a publish 0.2 ms
         self._backlog = select(func.count(), func.min(pending.due_at)).where(pending.due_at <= _NOW)
 
     def mark_due(
@@ -192,7 +193,7 @@ class Queue:
         moment waits for this transaction and then sees its deliveries."""
         if endpoint_ids:
             rows = [{"endpoint_id": e, "next_due_at": now} for e in sorted(endpoint_ids)]
-            connection.execute(_upsert(self._insert), rows)
+            connection.execute(self._mark_due, rows)
             self.wake(connection, endpoint_ids)
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
