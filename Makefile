@@ -29,6 +29,7 @@ bench: $(READY)
 	$(PYTHON) bench/api.py
 	$(PYTHON) bench/delivery.py
 	$(PYTHON) bench/attempt.py
+	$(PYTHON) bench/publish.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
