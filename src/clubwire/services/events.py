@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from clubwire import errors, ids
 from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status
-from clubwire.storage import queue
-from clubwire.storage.models import Club, Delivery, Endpoint, Event
+from clubwire.storage import queue, tables
+from clubwire.storage.models import Club, Endpoint, Event
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -56,19 +56,20 @@ def record_event(
     now: datetime,
     idempotency_key: str | None = None,
 ) -> Event:
-    """Store the envelope, serialised once: the exact bytes every attempt will send."""
+    """Store the envelope, serialised once: the exact bytes every attempt will send. The row
+    is written at once, by one INSERT (the unit of work's flush cost a publish a fifth of its
+    time); the event returned is not in the session."""
     event_id = ids.new_id("evt")
-    event = Event(
-        id=event_id,
-        club_id=club.id,
-        kind=kind,
-        body=event_catalog.envelope(event_id, kind, now, club.id, payload),
-        created_at=now,
-        idempotency_key=idempotency_key,
-    )
-    session.add(event)
-    session.flush()
-    return event
+    values = {
+        "id": event_id,
+        "club_id": club.id,
+        "kind": kind,
+        "body": event_catalog.envelope(event_id, kind, now, club.id, payload),
+        "created_at": now,
+        "idempotency_key": idempotency_key,
+    }
+    session.execute(insert(tables.events), values)
+    return Event(**values)
 
 
 def subscribers(session: Session, club_id: str, kind: str) -> Sequence[Endpoint]:
@@ -96,7 +97,7 @@ def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: 
         }
         for endpoint in endpoints
     ]
-    session.execute(insert(Delivery), rows)
+    session.execute(insert(tables.deliveries), rows)
     connection = session.connection()
     due = [endpoint.id for endpoint in endpoints if endpoint.enabled]
     queue.of(connection.dialect.name).mark_due(connection, due, now)
