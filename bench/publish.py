@@ -107,9 +107,9 @@ class Round:
 def timed(
     bed: Bed, club_id: str, since: datetime, publish_all: Callable[[], None], events: int
 ) -> Round:
-    """Time ``publish_all``, then delete what the club was published ``since``: every round
-    meets the same tables (else each would find 5,000 more deliveries than the last, and run
-    slower)."""
+    """Time ``publish_all``, then delete the club's events and deliveries made ``since``:
+    every round meets the same tables (else each would meet the rows of all rounds before it,
+    and run a little slower than the last)."""
     start, cpu = time.perf_counter(), time.process_time()
     publish_all()
     spent = Round(time.perf_counter() - start, time.process_time() - cpu, events)
