@@ -174,6 +174,28 @@ def test_listening_workers_are_told_which_endpoint_changed(
             assert notice.payload == endpoint.id
 
 
+def test_a_publish_to_more_endpoints_than_a_notice_holds_marks_and_names_them_all(
+    sessions: sessionmaker[Session], settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL marks the heads and notifies in one statement a chunk of endpoints."""
+    if settings.is_sqlite:
+        pytest.skip("NOTIFY is PostgreSQL's")
+    monkeypatch.setattr(postgres, "IDS_PER_NOTIFY", 2)
+    with sessions.begin() as session:
+        club = make_club(session)
+        made = sorted(make_endpoint(session, club, settings)[0].id for _ in range(5))
+    url = make_url(settings.sqlalchemy_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as listener:
+        listener.execute(f"LISTEN {postgres.CHANNEL}")
+        with sessions.begin() as session:
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+        notices = list(listener.notifies(timeout=5, stop_after=3))
+    assert [notice.payload.split() for notice in notices] == [made[:2], made[2:4], made[4:]]
+    with sessions() as session:
+        due = dict(session.execute(select(QueueHead.endpoint_id, QueueHead.next_due_at)).all())
+    assert due == dict.fromkeys(made, EPOCH)
+
+
 def test_a_lane_given_back_with_work_due_is_told_to_listening_workers(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:

@@ -181,7 +181,8 @@ class Queue:
             lease_token=None,
         ).returning(case((_h.next_due_at <= _NOW, _h.endpoint_id)))
         self._refresh = heads.values(next_due_at=earliest)
-        self._mark_due = _upsert(self._insert)  # built once: building it cost a publish 0.2-0.4 ms
+        # Built once: building it cost a publish 0.2-0.4 ms.
+        self._mark_due = upsert_heads(self._insert(tables.queue_heads))
         self._backlog = select(func.count(), func.min(pending.due_at)).where(pending.due_at <= _NOW)
 
     def mark_due(
@@ -295,9 +296,9 @@ class Queue:
         return connection.execute(_NEXT_DUE, {"now": now}).scalar()
 
 
-def _upsert(insert: Callable[[Table], Any]) -> Any:
-    """Insert the heads as due, or bring existing ones forward (never back)."""
-    statement: Any = insert(tables.queue_heads)
+def upsert_heads(statement: Any) -> Any:
+    """The database's ``INSERT`` of heads (``endpoint_id``, ``next_due_at``) made to insert
+    them as due, or bring existing ones forward (never back)."""
     new = statement.excluded.next_due_at
     later = or_(_h.next_due_at.is_(None), _h.next_due_at > new)
     return statement.on_conflict_do_update(

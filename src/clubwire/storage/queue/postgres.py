@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 
 import psycopg
-from sqlalchemy import Connection, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Connection, String, bindparam, func, literal_column, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.util import greenlet_spawn
 
 from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
-from clubwire.storage.queue.heads import Pending, Queue, Row, Want
+from clubwire.storage.queue.heads import Pending, Queue, Row, Want, upsert_heads
 from clubwire.storage.queue.link import Link, Step, T, Wake
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,30 @@ _MOVE = text(
 ).bindparams(rows.NOW)
 
 
+# The heads marked due and the workers told, in one round trip. The endpoints go in their
+# order (each head is locked as it is written, so concurrent publishes lock in one order).
+_MARKED = (
+    upsert_heads(
+        insert(tables.queue_heads).from_select(
+            ["endpoint_id", "next_due_at"],
+            select(func.unnest(bindparam("endpoints", type_=ARRAY(String))), rows.NOW),
+        )
+    )
+    .returning(literal_column("1"))
+    .cte("marked")
+)
+_MARK_DUE = select(func.pg_notify(bindparam("channel"), bindparam("payload"))).select_from(
+    select(func.count()).select_from(_MARKED).subquery()
+)
+
+
+def _chunks(endpoint_ids: Collection[str]) -> Iterator[list[str]]:
+    """The endpoints in order, as many at a time as one NOTIFY's payload holds."""
+    ordered = sorted(endpoint_ids)
+    for start in range(0, len(ordered), IDS_PER_NOTIFY):
+        yield ordered[start : start + IDS_PER_NOTIFY]
+
+
 class PostgresQueue(Queue):
     _insert = staticmethod(insert)
     _insert_attempts = _INSERT_ATTEMPTS
@@ -93,11 +117,23 @@ class PostgresQueue(Queue):
     def __init__(self) -> None:
         super().__init__(_PENDING)
 
+    def mark_due(
+        self, connection: Connection, endpoint_ids: Collection[str], now: datetime
+    ) -> None:
+        """As on any database, with the heads written and the workers told in one statement
+        (a round trip less for every publish: 6 % of its CPU, ADR 0008 session 19)."""
+        for chunk in _chunks(endpoint_ids):
+            values = {
+                "endpoints": chunk,
+                "now": now,
+                "channel": CHANNEL,
+                "payload": " ".join(chunk),
+            }
+            connection.execute(_MARK_DUE, values)
+
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
-        ordered = sorted(endpoint_ids)
-        for start in range(0, len(ordered), IDS_PER_NOTIFY):
-            payload = " ".join(ordered[start : start + IDS_PER_NOTIFY])
-            connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
+        for chunk in _chunks(endpoint_ids):
+            connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": " ".join(chunk)})
 
     def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         if not wants:
