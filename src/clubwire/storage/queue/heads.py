@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +12,6 @@ from sqlalchemy import (
     Connection,
     ScalarSelect,
     String,
-    Table,
     TextClause,
     bindparam,
     case,
@@ -166,7 +165,6 @@ class Queue:
     subclasses give what their database does its own way, and where it keeps the queue's
     order (``pending``)."""
 
-    _insert: Callable[[Table], Any]  # the database's INSERT with ON CONFLICT
     _insert_attempts: TextClause  # attempts from the batch's JSON document ``:results``
     _move: TextClause  # deliveries moved by the same document
 
@@ -181,8 +179,6 @@ class Queue:
             lease_token=None,
         ).returning(case((_h.next_due_at <= _NOW, _h.endpoint_id)))
         self._refresh = heads.values(next_due_at=earliest)
-        # Built once: building it cost a publish 0.2-0.4 ms.
-        self._mark_due = upsert_heads(self._insert(tables.queue_heads))
         self._backlog = select(func.count(), func.min(pending.due_at)).where(pending.due_at <= _NOW)
 
     def mark_due(
@@ -191,11 +187,9 @@ class Queue:
         """The endpoints have a delivery due at ``now`` (a publish, Retry, a resend): their
         heads say so, and listening workers are told when the transaction commits. The head
         is written even when already due, so that a worker giving the lane back at the same
-        moment waits for this transaction and then sees its deliveries."""
-        if endpoint_ids:
-            rows = [{"endpoint_id": e, "next_due_at": now} for e in sorted(endpoint_ids)]
-            connection.execute(self._mark_due, rows)
-            self.wake(connection, endpoint_ids)
+        moment waits for this transaction and then sees its deliveries. The heads are
+        written in the endpoints' order, so that concurrent publishes lock them in one order."""
+        raise NotImplementedError
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Tell listening workers, once the transaction commits, that the endpoints changed."""

@@ -110,7 +110,6 @@ def _chunks(endpoint_ids: Collection[str]) -> Iterator[list[str]]:
 
 
 class PostgresQueue(Queue):
-    _insert = staticmethod(insert)
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
 
@@ -120,8 +119,8 @@ class PostgresQueue(Queue):
     def mark_due(
         self, connection: Connection, endpoint_ids: Collection[str], now: datetime
     ) -> None:
-        """As on any database, with the heads written and the workers told in one statement
-        (a round trip less for every publish: 6 % of its CPU, ADR 0008 session 19)."""
+        """The heads written and the workers told in one statement (a round trip less for
+        every publish: 6 % of its CPU, ADR 0008 session 19)."""
         for chunk in _chunks(endpoint_ids):
             values = {
                 "endpoints": chunk,

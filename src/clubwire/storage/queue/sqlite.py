@@ -20,7 +20,7 @@ from sqlalchemy.pool import SingletonThreadPool
 
 from clubwire.storage import database, tables
 from clubwire.storage.queue import rows
-from clubwire.storage.queue.heads import Pending, Queue, Row, Want
+from clubwire.storage.queue.heads import Pending, Queue, Row, Want, upsert_heads
 from clubwire.storage.queue.link import Link, Step, T, Wake
 from clubwire.storage.types import UTCDateTime
 
@@ -94,13 +94,24 @@ _MOVE = text(
 ).bindparams(rows.NOW)
 
 
+# Built once: building it cost a publish 0.2-0.4 ms.
+_MARK_DUE = upsert_heads(insert(tables.queue_heads))
+
+
 class SqliteQueue(Queue):
-    _insert = staticmethod(insert)
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
 
     def __init__(self) -> None:
         super().__init__(_PENDING)
+
+    def mark_due(
+        self, connection: Connection, endpoint_ids: Collection[str], now: datetime
+    ) -> None:
+        """The heads are written; the worker sees the commit itself (``listen``)."""
+        heads = [{"endpoint_id": e, "next_due_at": now} for e in sorted(endpoint_ids)]
+        if heads:
+            connection.execute(_MARK_DUE, heads)
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Nothing to send: the worker sees the commit itself (``listen``)."""
