@@ -136,13 +136,19 @@ BACKLOG_DUE_IN = timedelta(hours=2)  # the dead endpoint's deliveries: none come
 
 
 @dataclass(frozen=True)
-class Options:
+class Runs:
+    """What a benchmark of events to endpoints runs (``bench/publish.py`` runs this much)."""
+
     databases: list[str]
     events: int
     endpoints: int
     rounds: int
     postgres_url: str
-    backlog: int  # deliveries waiting at a dead endpoint, for the runs beside it (0: none)
+    backlog: int  # deliveries waiting, for the runs beside them (0: none)
+
+
+@dataclass(frozen=True)
+class Options(Runs):
     workers: int  # workers draining together on PostgreSQL (1: no such runs)
 
 

@@ -49,7 +49,7 @@ from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.services import clubs
 from clubwire.services import events as publishing
 from clubwire.storage import tables
-from delivery import DATABASES, POSTGRES_URL
+from delivery import DATABASES, POSTGRES_URL, Runs
 from harness import exit_status
 from testbed import KINDS, SEED, Bed, Target, bulk_deliveries, make_tls, new_club, prepare_bed
 from testbed import new_endpoint as add_endpoint
@@ -62,17 +62,7 @@ TARGET_BACKLOG_CHANGE = 5.0  # per cent
 Samples = Sequence[tuple[str, object]]  # an event's kind and its data
 
 
-@dataclass(frozen=True)
-class Options:
-    databases: list[str]
-    events: int
-    endpoints: int
-    rounds: int
-    backlog: int
-    postgres_url: str
-
-
-def parse_options(argv: list[str] | None) -> Options:
+def parse_options(argv: list[str] | None) -> Runs:
     summary = (__doc__ or "").splitlines()[0]
     parser = argparse.ArgumentParser(prog=PROG, description=summary)
     parser.add_argument("--database", choices=[*DATABASES, "both"], default="both")
@@ -85,7 +75,7 @@ def parse_options(argv: list[str] | None) -> Options:
     if min(values["events"], values["endpoints"], values["rounds"]) < 1 or values["backlog"] < 0:
         parser.error("--events, --endpoints and --rounds are at least 1, --backlog at least 0")
     database = values.pop("database")
-    return Options(databases=list(DATABASES) if database == "both" else [database], **values)
+    return Runs(databases=list(DATABASES) if database == "both" else [database], **values)
 
 
 # -- the two writers --------------------------------------------------------------------------
@@ -194,7 +184,7 @@ class Result:
         return (max(r.rate() for r in self.backlog) / max(r.rate() for r in self.ours) - 1) * 100
 
 
-def run(name: str, workdir: Path, options: Options) -> Result:
+def run(name: str, workdir: Path, options: Runs) -> Result:
     rng = random.Random(SEED)
     with ExitStack() as stack:
         bed = prepare_bed(stack, name, workdir / name, make_tls(workdir), options.postgres_url)
@@ -226,7 +216,7 @@ def run(name: str, workdir: Path, options: Options) -> Result:
 # -- the report -------------------------------------------------------------------------------
 
 
-def report(result: Result, options: Options) -> None:
+def report(result: Result, options: Runs) -> None:
     def rates(rounds: list[Round]) -> str:
         return " · ".join(f"{r.rate():,.0f}" for r in rounds)
 
@@ -254,7 +244,7 @@ def report(result: Result, options: Options) -> None:
         print(f"backlog {options.backlog} change {change:+.1f} %   ({target}: {verdict})")
 
 
-def bench(options: Options) -> bool:
+def bench(options: Runs) -> bool:
     print(
         f"publishing: {options.events:,} events a round to {options.endpoints} endpoints "
         f"({options.events * options.endpoints:,} deliveries), one transaction an event, in "
