@@ -5,6 +5,7 @@ shared PostgreSQL server (only this test's own connections are harmed)."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,6 +59,31 @@ def _postgres_terminated(_tmp_path: Path) -> BaseException:
         return _raised(lambda: victim.execute("SELECT 1"))
 
 
+def _postgres_deadlocked(_tmp_path: Path) -> BaseException:
+    """Two transactions, each holding a lock the other waits for: PostgreSQL ends one of
+    them (40P01), which run again would succeed."""
+    with _postgres() as first, _postgres() as second:
+        first.execute("BEGIN")
+        second.execute("BEGIN")
+        first.execute("SELECT pg_advisory_xact_lock(1)")
+        second.execute("SELECT pg_advisory_xact_lock(2)")
+        errors: list[BaseException] = []
+
+        def wait(connection: psycopg.Connection[tuple[object, ...]], key: int) -> None:
+            try:
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            except psycopg.Error as error:
+                errors.append(error)
+            connection.execute("ROLLBACK")
+
+        waiting = threading.Thread(target=wait, args=(first, 2))
+        waiting.start()
+        wait(second, 1)
+        waiting.join(30)
+        assert len(errors) == 1
+        return errors[0]
+
+
 def _postgres_cancelled(_tmp_path: Path) -> BaseException:
     """A statement timeout: an OperationalError too (57014), but about this statement."""
     with _postgres() as connection:
@@ -108,6 +134,7 @@ UNAVAILABLE = [
     _postgres_terminated,
     _pool_timeout,
     _wrapped_refusal,
+    _postgres_deadlocked,
 ]
 FAULTS = [
     _sqlite_no_such_table,
@@ -129,3 +156,12 @@ def test_other_database_errors_are_faults(
     make: Callable[[Path], BaseException], tmp_path: Path
 ) -> None:
     assert not database.unavailable(make(tmp_path))
+
+
+def test_only_a_lost_race_is_a_conflict(tmp_path: Path) -> None:
+    """What ``database.transact`` runs again: a deadlock, not an outage nor a fault."""
+    deadlock = _postgres_deadlocked(tmp_path)
+    wrapped = sqlalchemy.exc.OperationalError("SELECT 1", {}, deadlock)  # as SQLAlchemy raises
+    assert database.conflicted(wrapped)
+    others = [make(tmp_path) for make in [*FAULTS, *UNAVAILABLE[:-1]]]
+    assert not any(database.conflicted(error) for error in others)

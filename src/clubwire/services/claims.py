@@ -41,8 +41,10 @@ def take_lanes(
     club module went off is given back at once, its waiting deliveries skipped."""
     connection = session.connection()
     deliveries = queue.of(connection.dialect.name)
-    taken = deliveries.take(connection, now, until, token, lanes, named) if lanes > 0 else []
+    # Renewing may wait for a head a publish holds, so it comes first, while the transaction
+    # holds no other; taking never waits (issue 31: the other way round, they deadlocked).
     kept = deliveries.renew(connection, held, token, until)
+    taken = deliveries.take(connection, now, until, token, lanes, named) if lanes > 0 else []
     described = {lane.endpoint_id: lane for lane in deliveries.lanes(connection, {*taken, *kept})}
     found = [described[endpoint_id] for endpoint_id in dict.fromkeys([*taken, *kept])]
     closed = [lane.endpoint_id for lane in found if not lane.open]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import functools
+import logging
+import random
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import psycopg
 import sqlalchemy.exc
@@ -60,6 +64,18 @@ SQLITE_UNAVAILABLE = frozenset(
     {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR}
 )
 POSTGRES_UNAVAILABLE = ("08", "53", "57P")
+# A transaction that lost a race with another, which the same work run again would not lose
+# (or not twice): a serialization failure or a deadlock (SQLSTATE 40001, 40P01). ``transact``
+# runs it again ``CONFLICT_ATTEMPTS`` times in all, after a pause of up to ``CONFLICT_PAUSE``
+# seconds times the attempts made (so that the two sides do not meet again at once); one that
+# still conflicts is ``unavailable`` (a 503 with Retry-After, never a 500).
+POSTGRES_CONFLICTS = frozenset({"40001", "40P01"})
+CONFLICT_ATTEMPTS = 4
+CONFLICT_PAUSE = 0.02
+
+T = TypeVar("T")
+P = ParamSpec("P")
+log = logging.getLogger(__name__)
 
 
 def engine_for(settings: Settings, worker: bool = False) -> Engine:
@@ -128,9 +144,45 @@ def unavailable(error: BaseException) -> bool:
 def _driver_unavailable(error: BaseException | None) -> bool:
     if isinstance(error, sqlite3.OperationalError):
         return error.sqlite_errorcode & 0xFF in SQLITE_UNAVAILABLE
+    if _driver_conflicted(error):  # lost a race to the last try (psycopg: OperationalError)
+        return True
     if isinstance(error, psycopg.OperationalError):  # no SQLSTATE: the connection failed or broke
         return error.sqlstate is None or error.sqlstate.startswith(POSTGRES_UNAVAILABLE)
     return False
+
+
+def conflicted(error: BaseException) -> bool:
+    """Whether ``error`` says the transaction lost a race with another (a serialization
+    failure, a deadlock), so that running it again should succeed."""
+    return isinstance(error, sqlalchemy.exc.DBAPIError) and _driver_conflicted(error.orig)
+
+
+def _driver_conflicted(error: BaseException | None) -> bool:
+    return isinstance(error, psycopg.Error) and error.sqlstate in POSTGRES_CONFLICTS
+
+
+def transact(
+    sessions: sessionmaker[Session],
+    work: Callable[Concatenate[Session, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """``work(session, *args, **kwargs)`` in one transaction, committed when it returns; run
+    again in a fresh transaction when it lost a race with another (``conflicted``), up to
+    ``CONFLICT_ATTEMPTS`` times in all. Anything else, and the last conflict, reaches the
+    caller."""
+    attempt = 1
+    while True:
+        try:
+            with sessions.begin() as session:
+                return work(session, *args, **kwargs)
+        except sqlalchemy.exc.DBAPIError as error:
+            if attempt >= CONFLICT_ATTEMPTS or not conflicted(error):
+                raise
+            why = type(error.orig).__name__
+            log.info("a transaction lost a race (%s); running it again", why)
+        time.sleep(random.uniform(0, CONFLICT_PAUSE * attempt))
+        attempt += 1
 
 
 def _sqlite_on_connect(pragmas: tuple[str, ...], dbapi_connection: Any, _record: object) -> None:

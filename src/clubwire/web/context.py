@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -20,7 +21,11 @@ from clubwire.services.metrics import Metrics
 from clubwire.services.rate_limits import ApiLimits
 from clubwire.services.web_sessions import SignedIn
 from clubwire.settings import Settings
+from clubwire.storage import database
 from clubwire.web import templating
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 KEY = "context"  # its name in the lifespan state, which Starlette copies into each request
 STAFF = "staff"  # the signed-in staff member, in a request's own state
@@ -65,6 +70,17 @@ def transaction(request: HTTPConnection) -> Iterator[Session]:
     """One transaction: committed when the block ends, rolled back if it raises."""
     with of(request).sessions.begin() as session:
         yield session
+
+
+def transact(
+    request: HTTPConnection,
+    work: Callable[Concatenate[Session, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """``work(session, *args, **kwargs)`` in one transaction, run again if it lost a race
+    with another (``database.transact``): for writes that requests and workers contend for."""
+    return database.transact(of(request).sessions, work, *args, **kwargs)
 
 
 def now(request: HTTPConnection) -> datetime:

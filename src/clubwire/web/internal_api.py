@@ -3,12 +3,14 @@ publish events; replay an endpoint's deliveries."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
@@ -199,17 +201,21 @@ REPLAY_DESCRIPTION = (
 )
 
 
+# Every write runs through ``context.transact``: one that loses a race with another request or
+# a worker (a deadlock, a serialization failure) is run again before the platform hears of it.
+
+
 def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
-    with context.transaction(request) as session:
-        club, created = clubs.put_club(session, slug, body.name, context.now(request))
-        response.status_code = 201 if created else 200
-        return ClubOut.of(club, context.of(request).settings)
+    now = context.now(request)
+    club, created = context.transact(request, clubs.put_club, slug, body.name, now)
+    response.status_code = 201 if created else 200
+    return ClubOut.of(club, context.of(request).settings)
 
 
 def put_module(slug: Slug, body: ModuleIn, request: Request) -> ClubOut:
-    with context.transaction(request) as session:
-        club = clubs.set_webhooks_module(session, slug, body.enabled, context.now(request))
-        return ClubOut.of(club, context.of(request).settings)
+    now = context.now(request)
+    club = context.transact(request, clubs.set_webhooks_module, slug, body.enabled, now)
+    return ClubOut.of(club, context.of(request).settings)
 
 
 def put_program(
@@ -219,13 +225,10 @@ def put_program(
     request: Request,
     response: Response,
 ) -> ProgramOut:
-    with context.transaction(request) as session:
-        club = clubs.get_club(session, slug)
-        program, outcome = program_service.put_program(
-            session, club, program_id, body, context.now(request)
-        )
-        response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
-        return ProgramOut.of(program)
+    now = context.now(request)
+    program, outcome = context.transact(request, _put_program, slug, program_id, body, now)
+    response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
+    return ProgramOut.of(program)
 
 
 async def publish_event(
@@ -252,19 +255,18 @@ async def publish_event(
 def replay(slug: Slug, endpoint_id: EndpointIdPath, body: ReplayIn, request: Request) -> ReplayOut:
     window = replay_window.window(body.since, body.until, body.statuses, body.events)
     limit = context.of(request).settings.replay_limit
-    with context.transaction(request) as session:
-        club_id = clubs.get_club(session, slug).id
-        if body.dry_run:
+    if body.dry_run:
+        with context.transaction(request) as session:
+            club_id = clubs.get_club(session, slug).id
             done = replays.preview(session, club_id, endpoint_id, window, limit)
-        else:
-            now = context.now(request)
-            done = replays.replay(session, club_id, endpoint_id, window, now, limit)
+    else:
+        now = context.now(request)
+        done = context.transact(request, _replay, slug, endpoint_id, window, now, limit)
     return ReplayOut.model_validate({**done.describe(), "dryRun": body.dry_run})
 
 
 def delete_program(slug: Slug, program_id: ProgramIdPath, request: Request) -> Response:
-    with context.transaction(request) as session:
-        program_service.delete_program(session, clubs.get_club(session, slug), program_id)
+    context.transact(request, _delete_program, slug, program_id)
     return Response(status_code=204)
 
 
@@ -290,12 +292,44 @@ def _publish(
 def _publish_once(
     request: Request, slug: str, body: EventIn, idempotency_key: str | None
 ) -> tuple[str, bool]:
-    with context.transaction(request) as session:
-        club = clubs.get_club(session, slug)
-        event, created = event_service.publish(
-            session, club, body.event, body.data, context.now(request), idempotency_key
-        )
-        return event.id, created
+    now = context.now(request)
+    return context.transact(request, _published, slug, body, now, idempotency_key)
+
+
+# The writes, each given the transaction's session first (``context.transact``).
+
+
+def _published(
+    session: Session, slug: str, body: EventIn, now: datetime, idempotency_key: str | None
+) -> tuple[str, bool]:
+    club = clubs.get_club(session, slug)
+    event, created = event_service.publish(
+        session, club, body.event, body.data, now, idempotency_key
+    )
+    return event.id, created
+
+
+def _put_program(
+    session: Session, slug: str, program_id: str, body: program_wire.ProgramData, now: datetime
+) -> tuple[models.Program, program_service.Outcome]:
+    club = clubs.get_club(session, slug)
+    return program_service.put_program(session, club, program_id, body, now)
+
+
+def _replay(
+    session: Session,
+    slug: str,
+    endpoint_id: str,
+    window: replay_window.Window,
+    now: datetime,
+    limit: int,
+) -> replay_window.Replay:
+    club_id = clubs.get_club(session, slug).id
+    return replays.replay(session, club_id, endpoint_id, window, now, limit)
+
+
+def _delete_program(session: Session, slug: str, program_id: str) -> None:
+    program_service.delete_program(session, clubs.get_club(session, slug), program_id)
 
 
 def _platform_guard(request: Request) -> None:

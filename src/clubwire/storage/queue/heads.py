@@ -130,9 +130,22 @@ def _taking(named: bool) -> Any:
 
 _TAKE_ANY = _taking(named=False)
 _TAKE_NAMED = _taking(named=True)
+
+
+def _locking(*where: ColumnElement[bool]) -> Any:
+    """The heads of ``_ENDPOINTS`` that match ``where``, locked in the endpoints' order.
+    Every statement that may wait for heads takes them in that one order, as a publish's
+    upsert does (``mark_due``), so that a worker and a publish never each hold a head the
+    other waits for (issue 31: renewals deadlocked with publishes). Taking lanes never
+    waits (``SKIP LOCKED``)."""
+    chosen = select(_h.endpoint_id).where(_h.endpoint_id.in_(_ENDPOINTS), *where)
+    return chosen.order_by(_h.endpoint_id).with_for_update()
+
+
+_HOLDING = _locking(_h.lease_token == _TOKEN)
 _RENEW = (
     update(tables.queue_heads)
-    .where(_h.endpoint_id.in_(_ENDPOINTS), _h.lease_token == _TOKEN)
+    .where(_h.endpoint_id.in_(_HOLDING.scalar_subquery()))
     .values(lease_until=_UNTIL)
     .returning(_h.endpoint_id)
 )
@@ -148,12 +161,7 @@ _LANES = (
     .join(tables.clubs, tables.clubs.c.id == _e.club_id)
     .where(_e.id.in_(_ENDPOINTS))
 )
-_HOLDING = (
-    select(_h.endpoint_id)
-    .where(_h.endpoint_id.in_(_ENDPOINTS), _h.lease_token == _TOKEN)
-    .order_by(_h.endpoint_id)
-    .with_for_update()
-)
+_HEADS = _locking()
 # Of every lane with deliveries waiting: when it is due, or, leased, when its lease runs out.
 _NEXT_DUE = select(
     func.min(case((_h.lease_until > _NOW, _h.lease_until), else_=_h.next_due_at))
@@ -270,9 +278,12 @@ class Queue:
             self.wake(connection, [endpoint_id for endpoint_id in due if endpoint_id])
 
     def refresh(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
-        """Recompute the heads after their deliveries were skipped or removed."""
+        """Recompute the heads after their deliveries were skipped or removed. They are
+        locked first, in order, and recomputed by the next statement, which sees what a
+        publish that held one committed meanwhile (as ``give_back`` does)."""
         if endpoint_ids:
-            connection.execute(self._refresh, {"endpoints": list(endpoint_ids)})
+            locked = list(connection.execute(_HEADS, {"endpoints": list(endpoint_ids)}).scalars())
+            connection.execute(self._refresh, {"endpoints": locked})
 
     def link(self, sessions: sessionmaker[Session]) -> Link:
         """The worker's way to the queue, on the database of ``sessions``."""
