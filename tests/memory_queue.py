@@ -54,6 +54,9 @@ class MemoryQueue(Queue):
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Nothing listens in memory."""
 
+    def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
+        """Nothing listens in memory."""
+
     def take(
         self,
         connection: Connection,

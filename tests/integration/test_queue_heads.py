@@ -148,8 +148,9 @@ def test_heads_keep_up_with_their_deliveries(
 def test_listening_workers_are_told_which_endpoint_changed(
     sessions: sessionmaker[Session], settings: Settings
 ) -> None:
-    """On PostgreSQL every change a lane must see names its endpoint, at commit: a publish,
-    a Retry, a new secret, an edit. (SQLite's one worker sees any commit to the file.)"""
+    """On PostgreSQL every change a lane must see names its endpoint, at commit: a publish and
+    a Retry as due, a new secret and an edit as changed (so that a worker reads the endpoint
+    again only then). (SQLite's one worker sees any commit to the file.)"""
     if settings.is_sqlite:
         pytest.skip("NOTIFY is PostgreSQL's")
     hooks = receiver_settings(settings)
@@ -159,19 +160,29 @@ def test_listening_workers_are_told_which_endpoint_changed(
     url = make_url(settings.sqlalchemy_url).set(drivername="postgresql")
     with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as listener:
         listener.execute(f"LISTEN {postgres.CHANNEL}")
-        changes: list[Callable[[Session], object]] = [
-            lambda s: events.publish(s, club, "registration.created", registration(), EPOCH),
-            lambda s: endpoints.rotate_secret(s, club.id, endpoint.id, EPOCH, hooks),
-            lambda s: endpoints.update_endpoint(s, club.id, endpoint.id, EPOCH, hooks, max_rate=5),
-            lambda s: deliveries.retry(
-                s, club.id, s.scalars(select(Delivery.id)).first() or "", EPOCH
+        listener.execute(f"LISTEN {postgres.CHANGED_CHANNEL}")
+        due, changed = postgres.CHANNEL, postgres.CHANGED_CHANNEL
+        changes: list[tuple[Callable[[Session], object], str]] = [
+            (lambda s: events.publish(s, club, "registration.created", registration(), EPOCH), due),
+            (lambda s: endpoints.rotate_secret(s, club.id, endpoint.id, EPOCH, hooks), changed),
+            (
+                lambda s: endpoints.update_endpoint(
+                    s, club.id, endpoint.id, EPOCH, hooks, max_rate=5
+                ),
+                changed,
+            ),
+            (
+                lambda s: deliveries.retry(
+                    s, club.id, s.scalars(select(Delivery.id)).first() or "", EPOCH
+                ),
+                due,
             ),
         ]
-        for change in changes:
+        for change, channel in changes:
             with sessions.begin() as session:
                 change(session)
             (notice,) = list(listener.notifies(timeout=5, stop_after=1))
-            assert notice.payload == endpoint.id
+            assert (notice.channel, notice.payload) == (channel, endpoint.id)
 
 
 def test_a_publish_to_more_endpoints_than_a_notice_holds_marks_and_names_them_all(
@@ -256,7 +267,7 @@ def test_the_sqlite_worker_stops_listening_with_the_error_when_it_cannot_look(
 
     async def listen() -> None:
         try:
-            await asyncio.wait_for(link.listen(lambda _endpoint_ids: None), timeout=10)
+            await asyncio.wait_for(link.listen(lambda _endpoint_ids, _changed: None), timeout=10)
         finally:
             await link.close()
 
@@ -279,7 +290,7 @@ def test_a_worker_whose_listening_fails_logs_it_and_listens_again(
     link = claims.link(_unreadable(tmp_path))
 
     async def listen_until_failed_twice() -> None:
-        listening = asyncio.create_task(link.keep_listening(lambda _endpoint_ids: None))
+        listening = asyncio.create_task(link.keep_listening(lambda _endpoint_ids, _changed: None))
         try:
             for _ in range(1000):
                 if len(_listening_failures(caplog)) >= 2 or listening.done():
@@ -400,7 +411,7 @@ async def _wake_ups(
     worker records and gives lanes back), and after ``publish``."""
     link = claims.link(sessions)
     woken: list[Collection[str] | None] = []
-    listening = asyncio.create_task(link.listen(woken.append))
+    listening = asyncio.create_task(link.listen(lambda ids, _changed: woken.append(ids)))
     try:
         await _settled(woken, 1)  # at the start, any may have work
         for _ in range(3):

@@ -244,12 +244,16 @@ def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
 
 
 def test_a_lease_is_renewed_when_half_spent_or_when_its_endpoint_changed() -> None:
-    """Claiming more for a held lane reads nothing but its jobs while its lease is fresh."""
+    """Claiming more for a held lane reads nothing but its jobs while its lease is fresh,
+    however many publishes name it (renewing waits for the publishes holding its head)."""
     world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=999))
     world.publish("we_a", 400)
     world.claim()
     for _ in range(20):  # two seconds of refills
         world.step()
+    assert world.renewed == []
+    world.policy.wake(["we_a"], changed=False)  # a publish: more due, nothing changed
+    world.step()
     assert world.renewed == []
     world.policy.wake(["we_a"])  # its endpoint changed (a new secret, say)
     world.step()

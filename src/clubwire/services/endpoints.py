@@ -200,7 +200,7 @@ def _tell_workers(session: Session, endpoint: Endpoint) -> None:
     """At commit, a worker holding the endpoint's lane reads it again (a new URL, secret or
     max rate is used from its next claim on)."""
     connection = session.connection()
-    queue.of(connection.dialect.name).wake(connection, [endpoint.id])
+    queue.of(connection.dialect.name).changed(connection, [endpoint.id])
 
 
 def _execute(session: Session, statement: Executable) -> CursorResult[Any]:

@@ -134,11 +134,12 @@ class LanePolicy:
 
     # -- wake-ups -----------------------------------------------------------------------------
 
-    def wake(self, endpoint_ids: Collection[str] | None) -> None:
-        """Endpoints may have deliveries due or have changed: claim for those whose lanes
-        are held, reading their endpoints again, and lease the others. None: any may have;
-        lease what is due, and read every held lane's endpoint again (a held lane that ran
-        dry is given back once drained, and leased again if due)."""
+    def wake(self, endpoint_ids: Collection[str] | None, changed: bool = True) -> None:
+        """Endpoints may have deliveries due, or (``changed``) have changed: claim for those
+        whose lanes are held, reading their endpoints again if they changed, and lease the
+        others. None: any may have; lease what is due, and read every held lane's endpoint
+        again (a held lane that ran dry is given back once drained, and leased again if
+        due)."""
         if endpoint_ids is None:
             self._discover = True
             for lane in self.lanes.values():
@@ -149,7 +150,7 @@ class LanePolicy:
             if held is None or held.closing:
                 self._named.add(endpoint_id)
             else:
-                held.dry, held.stale = False, True
+                held.dry, held.stale = False, held.stale or changed
                 held.restart()  # what came due may lie behind where its claims reached
                 self._wanting.setdefault(endpoint_id)
 

@@ -78,9 +78,10 @@ class Worker:
             await asyncio.gather(*helpers, return_exceptions=True)
             await self._link.close()
 
-    def wake(self, endpoint_ids: Collection[str] | None = None) -> None:
-        """Endpoints may have deliveries due (None: any may); see ``LanePolicy.wake``."""
-        self._lanes.wake(endpoint_ids)
+    def wake(self, endpoint_ids: Collection[str] | None = None, changed: bool = True) -> None:
+        """Endpoints may have deliveries due (None: any may), or changed; see
+        ``LanePolicy.wake``."""
+        self._lanes.wake(endpoint_ids, changed)
         self._wake.set()
 
     # -- claim ------------------------------------------------------------------------------

@@ -200,7 +200,15 @@ class Queue:
         raise NotImplementedError
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
-        """Tell listening workers, once the transaction commits, that the endpoints changed."""
+        """Tell listening workers, once the transaction commits, that the endpoints may have
+        deliveries due."""
+        raise NotImplementedError
+
+    def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
+        """Tell listening workers, once the transaction commits, that the endpoints changed
+        (a worker holding one reads it again). Apart from ``wake``: a worker reads a lane's
+        endpoint again only when it changed, not at every publish (reading it again renewed
+        the lease, which waited for the publishes holding its head: issue 31)."""
         raise NotImplementedError
 
     def take(

@@ -18,7 +18,9 @@ LISTEN_AGAIN_AFTER = 1.0  # seconds after listening failed
 P = ParamSpec("P")
 T = TypeVar("T")
 
-Wake = Callable[[Collection[str] | None], None]  # the endpoints that changed; None: any may have
+# The endpoints with deliveries due (None: any may have), and whether the endpoints themselves
+# changed (a new URL, secret or max rate: read them again).
+Wake = Callable[[Collection[str] | None, bool], None]
 Step = Literal["claims", "leases", "records"]
 
 
@@ -42,8 +44,8 @@ class Link:
         return await self._run("records", lambda: function(*args, **kwargs))
 
     async def listen(self, wake: Wake) -> None:
-        """Call ``wake`` with the endpoints that changed (None: any may have), until
-        cancelled."""
+        """Call ``wake`` with the endpoints that may have deliveries due or changed (None: any
+        may have), until cancelled."""
         raise NotImplementedError
 
     async def keep_listening(self, wake: Wake) -> None:

@@ -22,7 +22,8 @@ from clubwire.storage.queue.link import Link, Step, T, Wake
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "clubwire_deliveries"
+CHANNEL = "clubwire_deliveries"  # endpoints with deliveries due
+CHANGED_CHANNEL = "clubwire_endpoints"  # endpoints that changed
 # NOTIFY payloads are at most 8,000 bytes: endpoint ids (at most 32 characters) go in chunks.
 IDS_PER_NOTIFY = 200
 RECONNECT_AFTER = 1.0
@@ -109,6 +110,11 @@ def _chunks(endpoint_ids: Collection[str]) -> Iterator[list[str]]:
         yield ordered[start : start + IDS_PER_NOTIFY]
 
 
+def _notify(connection: Connection, channel: str, endpoint_ids: Collection[str]) -> None:
+    for chunk in _chunks(endpoint_ids):
+        connection.execute(_NOTIFY, {"channel": channel, "payload": " ".join(chunk)})
+
+
 class PostgresQueue(Queue):
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
@@ -131,8 +137,10 @@ class PostgresQueue(Queue):
             connection.execute(_MARK_DUE, values)
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
-        for chunk in _chunks(endpoint_ids):
-            connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": " ".join(chunk)})
+        _notify(connection, CHANNEL, endpoint_ids)
+
+    def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
+        _notify(connection, CHANGED_CHANNEL, endpoint_ids)
 
     def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         if not wants:
@@ -176,17 +184,18 @@ class PostgresLink(Link):
         return await greenlet_spawn(call)
 
     async def listen(self, wake: Wake) -> None:
-        """Each notification names the endpoints that changed; on (re)connecting, any may
-        have."""
+        """Each notification names the endpoints with deliveries due, or (on its own
+        channel) that changed; on (re)connecting, any may have."""
         url = database.url_of(self.sessions).set(drivername="postgresql")
         conninfo = url.render_as_string(hide_password=False)
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
-                    wake(None)
+                    await conn.execute(f"LISTEN {CHANGED_CHANNEL}")
+                    wake(None, True)
                     async for notify in conn.notifies():
-                        wake(notify.payload.split())
+                        wake(notify.payload.split(), notify.channel == CHANGED_CHANNEL)
             except psycopg.Error:
                 log.warning("LISTEN connection lost; polling until it is back")
                 await asyncio.sleep(RECONNECT_AFTER)

@@ -116,6 +116,10 @@ class SqliteQueue(Queue):
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Nothing to send: the worker sees the commit itself (``listen``)."""
 
+    def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
+        """Nothing to send: the worker sees the commit itself, and then reads every lane's
+        endpoint again (``listen``)."""
+
     def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         found: list[Row] = []
         for endpoint_id, want in wants.items():
@@ -177,7 +181,7 @@ class SqliteLink(Link):
                     others = await self.recording(self._data_version)
                     if others != others_seen:
                         others_seen = others
-                        wake(None)
+                        wake(None, True)
             finally:
                 commits.stop()
 
