@@ -11,8 +11,8 @@ from functools import partial
 
 import pytest
 
-from clubwire.domain.delivery_rules import Status, Verdict
-from clubwire.domain.jobs import Result
+from clubwire.domain.delivery_rules import Status, Trigger, Verdict
+from clubwire.domain.jobs import Job, Result
 from clubwire.storage.queue import START
 from clubwire.worker.lanes import LanePolicy, Limits, Wants
 from tests.factories import EPOCH
@@ -54,8 +54,8 @@ class Simulation:
         self.renewed += renew
         count, named = asked
         if count or renew:
-            taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
             kept = self.queue.renew(None, renew, TOKEN, until)  # type: ignore[arg-type]
+            taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
             leased = self.queue.lanes(None, [*taken, *kept])  # type: ignore[arg-type]
             self.policy.held(leased, renew, asked, self.clock, until)
         wants = self.policy.wants()
@@ -391,3 +391,28 @@ def test_workers_looking_at_once_share_the_lanes_due() -> None:
         world.claim()
     assert len(first.policy.lanes) == len(second.policy.lanes) == 2
     assert first.policy.lanes.keys().isdisjoint(second.policy.lanes)
+
+
+def _failed(delivery_id: str, retry_in: float) -> Result:
+    """A failed attempt whose delivery is retried ``retry_in`` seconds after EPOCH."""
+    job = Job(delivery_id, "org_a", "we_a", "ping", "https://x", "", b"{}",
+              Status.PENDING, 0, Trigger.SCHEDULED, EPOCH + LEASE)  # fmt: skip
+    verdict = Verdict(Status.PENDING, EPOCH + timedelta(seconds=retry_in))
+    return Result(job, EPOCH, False, 503, None, 1, "", verdict)
+
+
+def test_a_busy_worker_looks_again_when_a_retry_it_recorded_comes_due() -> None:
+    """Holding lanes, it would otherwise pause a whole turn, and a retry whose lane was given
+    back would wait for another lane's give-back to be leased (issue 31: retries 0.75–1.7 s
+    late)."""
+    policy = LanePolicy(LIMITS)
+    assert policy.until_retry(EPOCH, 5.0) == 5.0
+    policy.recorded([_failed("dlv_1", 3.0), _failed("dlv_2", 1.0), _failed("dlv_3", 2.0)])
+    assert policy.until_retry(EPOCH, 5.0) == 1.0
+    later = EPOCH + timedelta(seconds=1.5)
+    assert policy.until_retry(later, 5.0) == 0.0  # one came due: look now, and forget it
+    assert policy.until_retry(later, 5.0) == 0.5
+    assert policy.until_retry(EPOCH + timedelta(seconds=9), 5.0) == 0.0
+    assert policy.until_retry(EPOCH + timedelta(seconds=9), 5.0) == 5.0
+    policy.recorded([_failed(f"dlv_{n}", 300.0 - n) for n in range(200)])
+    assert policy.until_retry(EPOCH, 500.0) == 101.0  # the earliest are the ones kept

@@ -15,6 +15,7 @@ holds at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max r
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ PACE_AFTER = 0.1  # seconds of a lane's attempts before its pace counts
 LANE_TURN = 5.0
 LANES_A_ROUND = 1
 RATE_SECONDS = 2
+RETRIES_KEPT = 64  # the earliest retries a worker remembers, to look when they come due
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,7 @@ class LanePolicy:
         self._claiming: set[str] = set()  # lanes in the claim under way
         self._restarts: dict[str, int] = {}  # of the lanes claimed for, as the claim began
         self.busy = 0  # jobs waiting or running in all lanes (the sum of their ``busy``)
+        self._retries: list[datetime] = []  # the earliest retries it recorded, in order
         # Room a lane may take (at its deepest), and the least a lane asks for.
         self._deepest = limits.lane_depth(max(limits.rounds, limits.deep_rounds))
         self._least_refill = limits.refill(limits.rounds)
@@ -354,6 +357,24 @@ class LanePolicy:
             if lane is not None:
                 lane.claimed.discard(result.job.delivery_id)
                 lane.unsure.discard(result.job.delivery_id)
+            due = result.verdict.next_attempt_at
+            retries = self._retries
+            if due is not None and (len(retries) < RETRIES_KEPT or due < retries[-1]):
+                bisect.insort(retries, due)
+                del retries[RETRIES_KEPT:]
+
+    def until_retry(self, wall: datetime, longest: float) -> float:
+        """Seconds a busy worker may pause before it looks for due work again: until the
+        earliest retry it recorded comes due (then it looks, and forgets those due),
+        ``longest`` at most. Without this, a retry whose lane was given back waited for
+        another lane's give-back to be leased again: up to a turn late (issue 31)."""
+        due = bisect.bisect_right(self._retries, wall)
+        if due:
+            del self._retries[:due]
+            return 0.0
+        if not self._retries:
+            return longest
+        return min(longest, (self._retries[0] - wall).total_seconds())
 
     def done(self, now: float) -> list[str]:
         """Lanes with nothing waiting or in flight, and none in the claim under way, that

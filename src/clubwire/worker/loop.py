@@ -187,13 +187,14 @@ class Worker:
     async def _until_due(self) -> float:
         """Seconds until the earliest lane is due or its lease runs out: time to look then
         (with no room for another lane, only a wake-up helps; holding lanes, it looks again
-        at the latest when a turn ends, with no read of the heads each time it pauses)."""
+        when a retry it recorded comes due, or at the latest when a turn ends, with no read
+        of the heads each time it pauses)."""
         if not self._lanes.room_for_lanes():
             return SAFETY_POLL
         if self._lanes.due_now():
             return 0.0
         if self._lanes.lanes:  # busy: its runners wake it, and each turn's end looks again
-            return self._lanes.limits.turn
+            return self._lanes.until_retry(self._clock(), self._lanes.limits.turn)
         try:
             due = await self._link.claiming(self._next_due)
         except Exception:
