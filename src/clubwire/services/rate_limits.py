@@ -34,6 +34,7 @@ class RateCounter:
         self._clock = clock
         self._shared: dict[str, tuple[int, int]] = {}  # bucket → window, every process's total
         self._mine: dict[str, tuple[int, int]] = {}  # bucket → window, counted here since
+        self._sending: dict[str, tuple[int, int]] = {}  # counted here, being shared right now
         self._pruned = 0  # the window the shared table was last pruned in
 
     def take(self, policy: Policy, bucket: str) -> Standing:
@@ -84,6 +85,7 @@ class RateCounter:
         counts += [count for count in seen if count[0] not in mine]
         if not counts:
             return
+        self._sending = mine  # still counted by requests meanwhile: the share takes a while
         try:
             totals = await asyncio.to_thread(self._store, counts, number)
         except Exception:
@@ -91,6 +93,8 @@ class RateCounter:
                 if count:
                     self._keep(bucket, window, count)
             raise
+        finally:
+            self._sending = {}
         self._shared = {bucket: (window, total) for bucket, window, total in totals}
 
     def _store(self, counts: list[rate_counts.Count], number: int) -> list[rate_counts.Count]:
@@ -105,7 +109,8 @@ class RateCounter:
 
     def _used(self, bucket: str, number: int) -> int:
         used = 0
-        for window, count in (self._shared.get(bucket, (0, 0)), self._mine.get(bucket, (0, 0))):
+        for counts in (self._shared, self._sending, self._mine):
+            window, count = counts.get(bucket, (0, 0))
             if window == number:
                 used += count
         return used
