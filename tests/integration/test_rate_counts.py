@@ -85,7 +85,7 @@ def test_counts_that_could_not_be_shared_are_kept_for_the_next_time(
     counter = RateCounter(sessions, clock)
     _takes(counter, 3)
     broken = RateCounter(sessionmaker(), clock)  # bound to nothing: every share fails
-    broken.add("key:a")
+    broken.take(POLICY, "key:a")
     with pytest.raises(Exception, match="bind"):
         asyncio.run(broken.share())
     assert broken.look(POLICY, "key:a").used == 2  # its one count, kept, and this request
