@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     platform_token: SecretStr | None = None
     # The club data API's rate limits (ADR 0009), requests a minute; 0 turns one off.
     api_rate_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 600  # per key
+    api_club_rate_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 1_800  # all a club's keys
     api_auth_failure_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 60  # per address
     # Proxies whose X-Forwarded-For names the client (addresses or networks, commas between);
     # none by default: the client is the socket's peer.

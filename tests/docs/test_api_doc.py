@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire import ids
-from clubwire.domain import base62, key_format
+from clubwire.domain import base62, key_format, rate_limits
 from clubwire.domain.rate_limits import Policy, Standing, Window
 from clubwire.services import clubs, keys
 from clubwire.web import problems, public_api
@@ -83,11 +83,19 @@ def _shown_as(response: Response) -> str:
     return f"HTTP/1.1 {status}\n{headers}\n\n{bytes(response.body).decode()}"
 
 
-def _over(policy: Policy, detail: str) -> str:
-    """The answer past ``policy``'s quota, 42 seconds before the window ends (the server
-    answers so: reaching the quota for real takes the docs' world out for a minute)."""
-    response = public_api.limited_answer(Standing(policy, policy.quota + 1, Window(0, 42)), detail)
-    return _shown_as(response)
+PER_KEY = Policy(rate_limits.PER_KEY, 600)
+PER_CLUB = Policy(rate_limits.PER_CLUB, 1800)
+AUTH_FAILURES = Policy(rate_limits.AUTH_FAILURES, 60)
+
+
+def _over(*used: tuple[Policy, int]) -> str:
+    """The answer past one of these policies' quotas, where each stands with the requests
+    ``used``, 42 seconds before the window ends (the server answers so: reaching the quota
+    for real takes the docs' world out for a minute)."""
+    standings = [Standing(policy, count, Window(0, 42)) for policy, count in used]
+    refusing = rate_limits.refusing(standings)
+    assert refusing is not None
+    return _shown_as(public_api.limited_answer(refusing, standings))
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +143,9 @@ def _cases(world: World, expired_key: str) -> dict[str, str]:
             {"Origin": "https://granite.example", "Access-Control-Request-Method": "GET"},
         ),
         "nul in the URL": _answer(world, bearer, f"/clubs/{SLUG}%00/api/v1/programs"),
-        "over a key's limit": _over(Policy("per-key", 600), public_api.TOO_MANY_REQUESTS),
-        "over an address's limit": _over(Policy("auth-failures", 60), public_api.TOO_MANY_FAILURES),
+        "over a key's limit": _over((PER_KEY, 601), (PER_CLUB, 600)),
+        "over a club's limit": _over((PER_KEY, 450), (PER_CLUB, 1801)),
+        "over an address's limit": _over((AUTH_FAILURES, 61)),
         "server fault": _answered(RuntimeError("shown in the docs")),
         "database down": _answered(psycopg.OperationalError("connection failed")),
     }
@@ -244,5 +253,5 @@ def test_the_rate_limit_fields_shown_are_what_a_key_is_told(world: World) -> Non
     shown = dict(line.split(": ", 1) for line in block.text.strip().splitlines())
     real = _parse(_answer(world, f"Bearer {world.key}"))[1]
     assert real["ratelimit-policy"] == shown["RateLimit-Policy"]
-    assert re.fullmatch(r'"per-key";r=\d+;t=\d+', real["ratelimit"])
-    assert re.fullmatch(r'"per-key";r=599;t=\d+', shown["RateLimit"])
+    assert re.fullmatch(r'"per-key";r=\d+;t=(\d+), "per-club";r=\d+;t=\1', real["ratelimit"])
+    assert re.fullmatch(r'"per-key";r=599;t=(\d+), "per-club";r=1799;t=\1', shown["RateLimit"])

@@ -85,10 +85,37 @@ def test_counts_that_could_not_be_shared_are_kept_for_the_next_time(
     counter = RateCounter(sessions, clock)
     _takes(counter, 3)
     broken = RateCounter(sessionmaker(), clock)  # bound to nothing: every share fails
-    broken.add("key:a")
+    broken.take(POLICY, "key:a")
     with pytest.raises(Exception, match="bind"):
         asyncio.run(broken.share())
     assert broken.look(POLICY, "key:a").used == 2  # its one count, kept, and this request
     asyncio.run(counter.share())
     with sessions() as session:
         assert session.scalar(select(RateCount.count)) == 3
+
+
+def test_counts_being_shared_still_count_while_the_database_answers(
+    sessions: sessionmaker[Session],
+) -> None:
+    """While a share waits on the database (here for a transaction holding the row it adds
+    to), the requests it is sharing still count: the quota is not handed out again."""
+    clock = Clock()
+    counter = RateCounter(sessions, clock)
+    assert _takes(counter, 10) == [True] * 10
+    window = int(START) // WINDOW_SECONDS
+
+    async def meanwhile() -> list[bool]:
+        with sessions.begin() as holding:
+            holding.add(RateCount(bucket="key:a", window_number=window, count=0))
+            holding.flush()  # the row is held (PostgreSQL), the database (SQLite)
+            sharing = asyncio.create_task(counter.share())
+            await asyncio.sleep(0.2)  # the share is waiting in its thread
+            assert not sharing.done()
+            taken = _takes(counter, 2)
+            holding.rollback()
+        await sharing
+        return taken
+
+    assert asyncio.run(meanwhile()) == [False, False]
+    with sessions() as session:
+        assert session.scalar(select(RateCount.count)) == 10

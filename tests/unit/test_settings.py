@@ -326,9 +326,23 @@ def test_trusted_proxies_are_addresses_or_networks_from_one_variable(
 
 def test_api_rate_limits_default_on_and_may_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     defaults = Settings(_env_file=None)
-    assert (defaults.api_rate_limit, defaults.api_auth_failure_limit) == (600, 60)
+    limits = (defaults.api_rate_limit, defaults.api_club_rate_limit)
+    assert (*limits, defaults.api_auth_failure_limit) == (600, 1800, 60)
     monkeypatch.setenv("CLUBWIRE_API_RATE_LIMIT", "0")
-    assert Settings(_env_file=None).api_rate_limit == 0
+    monkeypatch.setenv("CLUBWIRE_API_CLUB_RATE_LIMIT", "0")
+    off = Settings(_env_file=None)
+    assert (off.api_rate_limit, off.api_club_rate_limit) == (0, 0)
     monkeypatch.setenv("CLUBWIRE_API_RATE_LIMIT", "-1")
     with pytest.raises(ValidationError):
         Settings(_env_file=None)
+
+
+@pytest.mark.parametrize("value", ["-1", "1000001", "lots"])
+def test_a_club_rate_limit_out_of_range_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("CLUBWIRE_SECRET_KEY", SECRET)
+    monkeypatch.setenv("CLUBWIRE_API_CLUB_RATE_LIMIT", value)
+    with pytest.raises(errors.ConfigurationError) as raised:
+        load_settings()
+    assert raised.value.detail.startswith("CLUBWIRE_API_CLUB_RATE_LIMIT: ")

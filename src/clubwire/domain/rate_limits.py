@@ -1,14 +1,20 @@
 """Rate limits of the club data API (ADR 0009), as plain values: a policy counts requests in
 fixed windows of a minute, aligned to the clock, so that every process counts the same
 window; where a caller stands in it is told by the IETF ``RateLimit-Policy`` and
-``RateLimit`` header fields (draft-ietf-httpapi-ratelimit-headers)."""
+``RateLimit`` header fields (draft-ietf-httpapi-ratelimit-headers), one list member per
+policy the request was counted under."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 WINDOW_SECONDS = 60
+# The club data API's policies (ADR 0009), as the header fields name them.
+PER_KEY = "per-key"
+PER_CLUB = "per-club"
+AUTH_FAILURES = "auth-failures"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +68,37 @@ class Standing:
     def remaining(self) -> int:
         return max(0, self.policy.quota - self.used)
 
+    @property
+    def field(self) -> str:
+        """Its ``RateLimit`` member: ``"per-key";r=599;t=42``."""
+        return f'"{self.policy.name}";r={self.remaining};t={self.window.left}'
+
+    def uncounted(self) -> Standing:
+        """Where the partition stands when this request, refused under another policy, was
+        not counted here after all."""
+        return replace(self, used=self.used - 1)
+
     def headers(self) -> dict[str, str]:
-        """The answer's ``RateLimit-Policy`` and ``RateLimit`` fields, and ``Retry-After``
-        when over the quota: the seconds until the window ends."""
-        name, left = self.policy.name, self.window.left
-        fields = {
-            "RateLimit-Policy": self.policy.field,
-            "RateLimit": f'"{name}";r={self.remaining};t={left}',
-        }
-        if self.over:
-            fields["Retry-After"] = str(left)
-        return fields
+        """The answer's fields under this policy alone: see :func:`headers`."""
+        return headers([self])
+
+
+def refusing(standings: Sequence[Standing]) -> Standing | None:
+    """The first of ``standings`` over its quota: the policy that refuses the request."""
+    return next((standing for standing in standings if standing.over), None)
+
+
+def headers(standings: Sequence[Standing]) -> dict[str, str]:
+    """The answer's ``RateLimit-Policy`` and ``RateLimit`` fields, one list member per policy
+    in the order given, and ``Retry-After`` when one is over its quota: the seconds until
+    its window ends. Nothing when no policy is on."""
+    if not standings:
+        return {}
+    fields = {
+        "RateLimit-Policy": ", ".join(standing.policy.field for standing in standings),
+        "RateLimit": ", ".join(standing.field for standing in standings),
+    }
+    over = refusing(standings)
+    if over is not None:
+        fields["Retry-After"] = str(over.window.left)
+    return fields

@@ -45,6 +45,15 @@ class Caller:
     programs_version: int
 
 
+class LacksScope(errors.InsufficientScope):
+    """The key authenticated, as ``caller``, but lacks the scope: its request still counts
+    against its key's and its club's rate limits."""
+
+    def __init__(self, scope: str, caller: Caller) -> None:
+        super().__init__(scope)
+        self.caller = caller
+
+
 class ApiAccess:
     def __init__(
         self,
@@ -75,9 +84,12 @@ class ApiAccess:
         if row is None or not key_format.matches(parsed.secret, row.secret_hash):
             raise errors.Unauthenticated(_UNKNOWN)
         now = self._clock()
-        _check(row, scope, now)
+        _check(row, now)
+        caller = Caller(row.club_id, row.key_id, parsed.prefix, row.programs_version)
+        if scope not in scopes.decode(row.scopes):
+            raise LacksScope(scope, caller)
         await self._note_use(row.key_id, now, client)
-        return Caller(row.club_id, row.key_id, parsed.prefix, row.programs_version)
+        return caller
 
     async def programs_body(self, caller: Caller) -> bytes:
         cached = self._listings.get(caller.club_id)
@@ -120,8 +132,8 @@ def _presented_key(authorization: str | None, query: bytes) -> key_format.Parsed
     return parsed
 
 
-def _check(row: fastpath.KeyRow, scope: str, now: datetime) -> None:
-    """Raises unless the key, found and matching, may read ``scope`` at ``now``."""
+def _check(row: fastpath.KeyRow, now: datetime) -> None:
+    """Raises unless the key, found and matching, may be used at ``now``."""
     if row.revoked:
         raise errors.Unauthenticated("This API key has been revoked.")
     if key_format.expired(row.expires_at, now):
@@ -129,8 +141,6 @@ def _check(row: fastpath.KeyRow, scope: str, now: datetime) -> None:
         raise errors.Unauthenticated(f"This API key expired at {expired_at}.")
     if not row.module_on:
         raise errors.Unauthenticated("Webhooks & API are not enabled for this club.")
-    if scope not in scopes.decode(row.scopes):
-        raise errors.InsufficientScope(scope)
 
 
 _UNKNOWN_CLIENT = ApiClient(address=None, user_agent=None)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import rate_limits
 from clubwire.domain.rate_limits import Policy, Standing, Window
 from clubwire.storage import rate_counts
 
@@ -34,25 +35,31 @@ class RateCounter:
         self._clock = clock
         self._shared: dict[str, tuple[int, int]] = {}  # bucket → window, every process's total
         self._mine: dict[str, tuple[int, int]] = {}  # bucket → window, counted here since
+        self._sending: dict[str, tuple[int, int]] = {}  # counted here, being shared right now
         self._pruned = 0  # the window the shared table was last pruned in
 
     def take(self, policy: Policy, bucket: str) -> Standing:
         """Count a request in ``bucket`` unless that would pass ``policy``'s quota; where it
         stands with this request (over: refused, and not counted)."""
+        (standing,) = self.take_each([(policy, bucket)])
+        return standing
+
+    def take_each(self, limits: Sequence[tuple[Policy, str]]) -> list[Standing]:
+        """Count a request in every bucket, each under its policy, unless that would pass
+        one of their quotas: then it is counted in none. Where it stands under each (the one
+        over refuses it; the others are told it was not counted)."""
         window = Window.at(self._clock())
-        used = self._used(bucket, window.number) + 1
-        if used <= policy.quota:
+        standings = [Standing(p, self._used(b, window.number) + 1, window) for p, b in limits]
+        if rate_limits.refusing(standings) is not None:
+            return [standing if standing.over else standing.uncounted() for standing in standings]
+        for _, bucket in limits:
             self._count(bucket, window.number)
-        return Standing(policy, used, window)
+        return standings
 
     def look(self, policy: Policy, bucket: str) -> Standing:
         """Where a request in ``bucket`` would stand, counted or not."""
         window = Window.at(self._clock())
         return Standing(policy, self._used(bucket, window.number) + 1, window)
-
-    def add(self, bucket: str) -> None:
-        """Count one request (a failed authentication, say) in ``bucket``."""
-        self._count(bucket, Window.at(self._clock()).number)
 
     def _count(self, bucket: str, number: int) -> None:
         window, count = self._mine.get(bucket, (number, 0))
@@ -84,6 +91,7 @@ class RateCounter:
         counts += [count for count in seen if count[0] not in mine]
         if not counts:
             return
+        self._sending = mine  # still counted by requests meanwhile: the share takes a while
         try:
             totals = await asyncio.to_thread(self._store, counts, number)
         except Exception:
@@ -91,6 +99,8 @@ class RateCounter:
                 if count:
                     self._keep(bucket, window, count)
             raise
+        finally:
+            self._sending = {}
         self._shared = {bucket: (window, total) for bucket, window, total in totals}
 
     def _store(self, counts: list[rate_counts.Count], number: int) -> list[rate_counts.Count]:
@@ -105,7 +115,8 @@ class RateCounter:
 
     def _used(self, bucket: str, number: int) -> int:
         used = 0
-        for window, count in (self._shared.get(bucket, (0, 0)), self._mine.get(bucket, (0, 0))):
+        for counts in (self._shared, self._sending, self._mine):
+            window, count = counts.get(bucket, (0, 0))
             if window == number:
                 used += count
         return used
@@ -118,37 +129,29 @@ class RateCounter:
 
 
 class ApiLimits:
-    """The club data API's two policies on one counter: requests per key, and failed
-    authentications per client address (which slow a brute-force loop, and never another
-    address or a key in use). A policy with a quota of 0 is off: nothing is counted or told."""
+    """The club data API's three policies on one counter: requests per key and per club (all
+    its keys together), counted together or not at all; and failed authentications per client
+    address, which slow only failed authentications: a key that verifies is served whatever
+    else its address sent. A policy with a quota of 0 is off: nothing is counted or told."""
 
-    def __init__(self, counter: RateCounter, per_key: int, auth_failures: int) -> None:
+    def __init__(
+        self, counter: RateCounter, *, per_key: int, per_club: int, auth_failures: int
+    ) -> None:
         self.counter = counter
-        self._per_key = Policy("per-key", per_key)
-        self._failures = Policy("auth-failures", auth_failures)
+        self._per_key = Policy(rate_limits.PER_KEY, per_key)
+        self._per_club = Policy(rate_limits.PER_CLUB, per_club)
+        self._failures = Policy(rate_limits.AUTH_FAILURES, auth_failures)
 
-    def screen(self, address: str) -> Standing | None:
-        """Before authenticating: where the address stands with its failed authentications,
-        if it is over their limit."""
+    def failed(self, address: str) -> list[Standing]:
+        """An authentication from the address failed: counted unless the address is over its
+        limit of them (then the answer is 429); where the address stands, if that is on."""
         if not self._failures.on:
-            return None
-        standing = self.counter.look(self._failures, _address(address))
-        return standing if standing.over else None
+            return []
+        return [self.counter.take(self._failures, f"address:{address}")]
 
-    def failed(self, address: str) -> Standing | None:
-        """An authentication from the address failed: count it; where the address stands."""
-        if not self._failures.on:
-            return None
-        standing = self.counter.look(self._failures, _address(address))  # this one included
-        self.counter.add(_address(address))
-        return standing
-
-    def take(self, prefix: str) -> Standing | None:
-        """A request with the key of this prefix: counted unless over its limit."""
-        if not self._per_key.on:
-            return None
-        return self.counter.take(self._per_key, f"key:{prefix}")
-
-
-def _address(address: str) -> str:
-    return f"address:{address}"
+    def take(self, prefix: str, club_id: str) -> list[Standing]:
+        """A request with the key of this prefix, of this club: counted against both unless
+        either is over its limit, then against neither; where it stands under each policy
+        that is on (per key first)."""
+        limits = [(self._per_key, f"key:{prefix}"), (self._per_club, f"club:{club_id}")]
+        return self.counter.take_each([(policy, bucket) for policy, bucket in limits if policy.on])

@@ -132,7 +132,12 @@ async def _api_limits(
     counter = RateCounter(sessions)
     sharing = asyncio.create_task(counter.keep_sharing())
     try:
-        yield ApiLimits(counter, settings.api_rate_limit, settings.api_auth_failure_limit)
+        yield ApiLimits(
+            counter,
+            per_key=settings.api_rate_limit,
+            per_club=settings.api_club_rate_limit,
+            auth_failures=settings.api_auth_failure_limit,
+        )
     finally:
         sharing.cancel()
         with contextlib.suppress(asyncio.CancelledError):

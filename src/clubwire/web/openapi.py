@@ -33,18 +33,20 @@ browsers' cross-origin calls are not supported: a CORS preflight is answered 403
 """
 
 # Every answer of the club data API tells where its caller stands (ADR 0009), unless the
-# operator turned that limit off (CLUBWIRE_API_RATE_LIMIT=0, CLUBWIRE_API_AUTH_FAILURE_LIMIT=0).
+# operator turned those limits off (CLUBWIRE_API_RATE_LIMIT=0, CLUBWIRE_API_CLUB_RATE_LIMIT=0,
+# CLUBWIRE_API_AUTH_FAILURE_LIMIT=0).
 RATE_LIMIT_HEADERS: dict[str, object] = {
     "RateLimit-Policy": {
-        "description": "The rate limit counted (draft-ietf-httpapi-ratelimit-headers): "
-        '`"per-key"` for a request whose key was found, `"auth-failures"` (per client address) '
-        "for one that failed to authenticate; `q` requests a window of `w` seconds.",
-        "schema": {"type": "string", "example": '"per-key";q=600;w=60'},
+        "description": "The rate limits counted (draft-ietf-httpapi-ratelimit-headers), a "
+        'list: `"per-key"` and `"per-club"` (all the club\'s keys together) for a request '
+        'whose key was found, `"auth-failures"` (per client address) for one that failed to '
+        "authenticate; `q` requests a window of `w` seconds.",
+        "schema": {"type": "string", "example": '"per-key";q=600;w=60, "per-club";q=1800;w=60'},
     },
     "RateLimit": {
-        "description": "Where the caller stands: `r` requests remain in this window, which "
-        "ends in `t` seconds.",
-        "schema": {"type": "string", "example": '"per-key";r=599;t=42'},
+        "description": "Where the caller stands under each policy, in the same order: `r` "
+        "requests remain in this window, which ends in `t` seconds.",
+        "schema": {"type": "string", "example": '"per-key";r=599;t=42, "per-club";r=1799;t=42'},
     },
 }
 LISTING_HEADERS: dict[str, object] = {

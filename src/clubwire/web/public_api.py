@@ -10,7 +10,7 @@ secrets), and no answer carries a CORS header.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -20,8 +20,9 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Receive, Scope, Send
 
 from clubwire import errors
-from clubwire.domain import key_format, program_wire, scopes
+from clubwire.domain import key_format, program_wire, rate_limits, scopes
 from clubwire.domain.rate_limits import Standing
+from clubwire.services import api_access
 from clubwire.services.api_access import ApiAccess, ApiClient, Caller
 from clubwire.settings import Settings
 from clubwire.web import conditional, context, openapi, problems, telemetry
@@ -51,28 +52,27 @@ class Programs:
         await answer(scope, receive, send)
 
     async def _answer(self, scope: Scope, presented: _Presented) -> _Listing | Response:
-        """The listing (or its 304), or the problem refusing it."""
+        """The listing (or its 304), or the problem refusing it. The key is verified first:
+        only a request whose key does not verify counts, and can be refused, as a failed
+        authentication of its address (ADR 0009, session 20)."""
         running = context.of_scope(scope)
         access, limits = running.access, running.limits
-        screened = limits.screen(presented.address)
-        if screened is not None:
-            return limited_answer(screened, TOO_MANY_FAILURES)
         try:
             caller = await _authorized(scope, access, presented)
-        except errors.InsufficientScope as error:
-            return _with(problems.problem(error), limits.take(presented.prefix() or ""))
         except errors.Unauthenticated as error:
-            return _with(problems.problem(error), limits.failed(presented.address))
-        standing = limits.take(caller.prefix)
-        if standing is not None and standing.over:
-            return limited_answer(standing, TOO_MANY_REQUESTS)
+            return _counted(problems.problem(error), limits.failed(presented.address))
+        except api_access.LacksScope as error:
+            refused = error.caller
+            return _counted(problems.problem(error), limits.take(refused.prefix, refused.club_id))
+        standings = limits.take(caller.prefix, caller.club_id)
+        over = rate_limits.refusing(standings)
+        if over is not None:
+            return limited_answer(over, standings)
         tagged = self._tag(caller.club_id, await access.programs_body(caller))
         unchanged = presented.if_none_match is not None and conditional.none_match(
             presented.if_none_match, tagged.tag
         )
-        headers = [*(tagged.not_modified if unchanged else tagged.headers)]
-        if standing is not None:
-            headers += _fields(standing)
+        headers = [*(tagged.not_modified if unchanged else tagged.headers), *_fields(standings)]
         return _Listing(304, headers, b"") if unchanged else _Listing(200, headers, tagged.body)
 
     def _tag(self, club_id: str, body: bytes) -> _Tagged:
@@ -160,31 +160,47 @@ async def _authorized(scope: Scope, access: ApiAccess, presented: _Presented) ->
     return caller
 
 
-def _with(response: Response, standing: Standing | None) -> Response:
-    """``response`` telling where its caller stands with its rate limit, if one is on."""
-    if standing is not None:
-        response.raw_headers.extend(_fields(standing))
+def _counted(refusal: Response, standings: Sequence[Standing]) -> Response:
+    """``refusal``, telling where its caller stands with the limits it was counted under;
+    or the 429 of the limit it is over."""
+    over = rate_limits.refusing(standings)
+    if over is not None:
+        return limited_answer(over, standings)
+    refusal.raw_headers.extend(_fields(standings))
+    return refusal
+
+
+def _fields(standings: Sequence[Standing]) -> list[tuple[bytes, bytes]]:
+    fields = rate_limits.headers(standings).items()
+    return [(name.lower().encode(), value.encode()) for name, value in fields]
+
+
+def limited_answer(over: Standing, standings: Sequence[Standing]) -> Response:
+    """The 429 for a request ``over`` a limit, saying which and when to come back, and where
+    it stands with each of ``standings`` (``over`` among them)."""
+    detail = TOO_MANY[over.policy.name]
+    error = errors.TooManyRequests(detail.format(quota=over.policy.quota, seconds=over.window.left))
+    response = problems.problem(error)
+    response.raw_headers.extend(_fields(standings))
     return response
 
 
-def _fields(standing: Standing) -> list[tuple[bytes, bytes]]:
-    return [(name.lower().encode(), value.encode()) for name, value in standing.headers().items()]
-
-
-def limited_answer(standing: Standing, detail: str) -> Response:
-    """The 429 for a request over ``standing``'s limit, saying when to come back."""
-    seconds = standing.window.left
-    error = errors.TooManyRequests(detail.format(quota=standing.policy.quota, seconds=seconds))
-    return _with(problems.problem(error), standing)
-
-
 TOO_MANY_FAILURES = (
-    "More than {quota} requests from your address failed to authenticate this minute: "
-    "try again in {seconds} s, with a valid API key."
+    "More than {quota} requests from your address failed to authenticate this minute, this "
+    "one too: try again in {seconds} s. Requests with a valid API key are answered meanwhile."
 )
 TOO_MANY_REQUESTS = (
     "This API key has made its {quota} requests for this minute: try again in {seconds} s."
 )
+TOO_MANY_CLUB_REQUESTS = (
+    "This club's API keys have made their {quota} requests for this minute, all together: "
+    "try again in {seconds} s."
+)
+TOO_MANY = {
+    rate_limits.PER_KEY: TOO_MANY_REQUESTS,
+    rate_limits.PER_CLUB: TOO_MANY_CLUB_REQUESTS,
+    rate_limits.AUTH_FAILURES: TOO_MANY_FAILURES,
+}
 
 
 async def refuse_preflight(_request: Request) -> Response:
