@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from clubwire.domain import timestamps
 from clubwire.services import keys
 from clubwire.storage import migrate
-from clubwire.storage.models import ApiKey
+from clubwire.storage.models import ApiKey, Club
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
 from tests.functional.cli_runner import Invoke, ok, one_line_error
@@ -65,6 +65,30 @@ def test_bad_club_input_is_one_line(run: Invoke, args: tuple[str, ...], needle: 
 )
 def test_usage_errors_are_one_line_with_exit_2(run: Invoke, args: tuple[str, ...]) -> None:
     assert "--help" in one_line_error(run(*args), code=2)
+
+
+@pytest.mark.parametrize("name", ["Granite\nCC", "Granite\r", "Gran\x85ite", "Gran\u2028ite"])
+def test_a_club_name_with_a_control_character_is_refused_in_one_line(
+    run: Invoke, name: str
+) -> None:
+    line = one_line_error(run("club", "create", "granite", "--name", name))
+    assert "A club name must be one line, without control or text-direction characters" in line
+    assert json.loads(ok(run("club", "list", "--json")).out) == []
+
+
+def test_club_list_shows_a_name_stored_before_the_rule_escaped(
+    run: Invoke, database_url: str
+) -> None:
+    """Names stored before issue 31 are kept; a terminal is not told to recolour itself."""
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    engine = create_engine(database_url)
+    with engine.begin() as connection:
+        connection.execute(update(Club).values(name="Gran\x1b[31mite\r\nCC"))
+    engine.dispose()
+    shown = ok(run("club", "list")).out
+    assert "\x1b" not in shown
+    assert "Gran\\x1b[31mite\\r\\nCC" in shown
+    assert len(shown.splitlines()) == 2
 
 
 def test_duplicate_club_is_refused(run: Invoke) -> None:

@@ -95,6 +95,23 @@ def test_invalid_club_input_is_422_and_stores_nothing(
     assert _count(sessions, Club) == 0
 
 
+@pytest.mark.parametrize("name", ["Granite\r\nCurling", "Granite\u0085", "Gran\u202eite"])
+def test_a_club_name_with_a_control_character_is_422_naming_the_field(
+    client: TestClient, sessions: sessionmaker[Session], name: str
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    response = client.put(CLUB, json={"name": name}, headers=AUTH)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["code"] == "invalid_input"
+    (problem,) = body["errors"]
+    assert problem["location"] == "body.name"
+    assert "must be one line, without control or text-direction characters" in problem["message"]
+    with sessions() as session:
+        assert session.scalars(select(Club.name)).all() == ["Granite"]
+
+
 def test_malformed_json_is_422(client: TestClient) -> None:
     response = client.put(
         CLUB, content=b"{nope", headers={**AUTH, "Content-Type": "application/json"}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi.testclient import TestClient
 
-from clubwire.domain import event_catalog
+from clubwire.domain import event_catalog, text
 from tests import conftest, factories
 
 AUTH = {"Authorization": f"Bearer {conftest.PLATFORM_TOKEN}"}
@@ -174,9 +176,12 @@ def test_booleans_are_strict_as_documented(client: TestClient) -> None:
 
 def test_text_fields_document_that_nul_is_refused(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    assert schemas["ClubIn"]["properties"]["name"]["pattern"] == "^[^\\u0000]*$"
-    response = client.put("/internal/v1/clubs/granite", json={"name": "a\x00b"}, headers=AUTH)
-    assert response.status_code == 422
+    pattern = schemas["ClubIn"]["properties"]["name"]["pattern"]
+    assert pattern == text.NAME_PATTERN  # a name refuses NUL, other controls and line breaks
+    for name in ("a\x00b", "a\nb"):
+        assert re.fullmatch(pattern, name) is None
+        response = client.put("/internal/v1/clubs/granite", json={"name": name}, headers=AUTH)
+        assert response.status_code == 422
 
 
 def test_a_405_allows_every_method_of_the_path(client: TestClient) -> None:

@@ -43,6 +43,22 @@ def test_a_bad_name_is_refused(session: Session, name: str) -> None:
         clubs.put_club(session, "granite", name, EPOCH)
 
 
+@pytest.mark.parametrize(
+    "name", ["Granite\r\nCurling", "Granite\n", "Gran\x85ite", "Granite\tCC", "\u202eetinarG"]
+)
+def test_a_name_with_a_control_or_direction_character_is_refused(
+    session: Session, name: str
+) -> None:
+    """Even at its ends, which would otherwise be stripped as spaces."""
+    with pytest.raises(errors.InvalidInput, match="A club name must be one line"):
+        clubs.create_club(session, "granite", name, EPOCH)
+    clubs.put_club(session, "granite", "Granite", EPOCH)
+    with pytest.raises(errors.InvalidInput, match="A club name must be one line"):
+        clubs.put_club(session, "granite", name, EPOCH)
+    session.commit()
+    assert session.scalars(select(Club.name)).all() == ["Granite"]
+
+
 def test_create_club_refuses_a_taken_slug(session: Session) -> None:
     clubs.create_club(session, "granite", "Granite", EPOCH)
     with pytest.raises(errors.InvalidInput, match="exists already"):

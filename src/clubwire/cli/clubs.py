@@ -11,6 +11,7 @@ from clubwire.cli.base import (
     INPUT_FILE,
     JSON_OPTION,
     cli,
+    one_line,
     print_json,
     print_table,
     read_input,
@@ -72,10 +73,25 @@ def club_list(as_json: bool) -> None:
         print_json(records)
         return
     rows = [
-        [str(r["slug"]), str(r["name"]), "on" if r["webhooksEnabled"] else "off", str(r["baseUrl"])]
+        [
+            str(r["slug"]),
+            _name(r["name"]),
+            "on" if r["webhooksEnabled"] else "off",
+            str(r["baseUrl"]),
+        ]
         for r in records
     ]
     print_table(rows, ["SLUG", "NAME", "MODULE", "BASE URL"])
+
+
+def _name(name: object) -> str:
+    """A club's name on one line: one stored before names were refused control characters
+    (issue 31) is shown with them escaped, never written to the terminal as they are."""
+    return one_line(str(name), clubs.MAX_NAME_LENGTH * 4)
+
+
+def _on_off(enabled: object) -> str:
+    return "on" if enabled else "off"
 
 
 @cli.group()

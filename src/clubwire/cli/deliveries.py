@@ -127,8 +127,13 @@ def delivery_retry(delivery_id: str, as_json: bool) -> None:
 @delivery.command("replay")
 @click.argument("slug")
 @click.option("--endpoint", "endpoint_id", required=True, help="The endpoint's id.")
-@click.option("--since", required=True, help="From this UTC minute (included): 2026-01-05T12:00Z.")
-@click.option("--until", required=True, help="To this UTC minute (not included).")
+@click.option(
+    "--since",
+    required=True,
+    help="From this minute (included): 2026-01-05T12:00Z, UTC unless an offset is given "
+    "(2026-01-05T13:00+01:00 is the same minute).",
+)
+@click.option("--until", required=True, help="To this minute (not included), as --since.")
 @click.option(
     "--status",
     "statuses",

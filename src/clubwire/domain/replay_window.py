@@ -20,6 +20,7 @@ from clubwire.domain.delivery_rules import Status
 STATUSES: tuple[Status, ...] = (Status.DEAD, Status.SKIPPED, Status.SUCCEEDED)
 DEFAULT_STATUSES: tuple[Status, ...] = (Status.DEAD, Status.SKIPPED)
 EXAMPLE_TIME = "2026-01-05T12:00Z"
+EXAMPLE_OFFSET = "2026-01-05T13:00+01:00"  # the same minute, converted to UTC
 # A time to the minute: the date (years 1000 to 2999), T, hours and minutes, zero seconds if
 # any, and Z or an offset (none: UTC). What ``datetime.fromisoformat`` reads of it is what it says.
 MINUTE_PATTERN = (
@@ -96,8 +97,8 @@ def minute(value: str, what: str) -> datetime:
         return moment.astimezone(UTC)
     except (ValueError, OverflowError):  # no such day (02-30), or beyond the years 1 to 9999
         raise errors.InvalidInput(
-            f"{what} must be a UTC time to the minute, like {EXAMPLE_TIME} "
-            "(seconds, if given, :00)."
+            f"{what} must be a time to the minute, like {EXAMPLE_TIME} or {EXAMPLE_OFFSET} "
+            "(UTC unless an offset is given; seconds, if given, :00)."
         ) from None
 
 

@@ -1,7 +1,9 @@
 """Text from outside, made fit to store and to show, where it enters.
 
 Two kinds of text come in. What people and programs *give* us (forms, API bodies, command
-line files) is refused when the database cannot hold it: :func:`refusal` says why. What
+line files) is refused when the database cannot hold it: :func:`refusal` says why; a name,
+one line that people read, is refused as well when it holds a control, a line break or a
+character that reorders text on screen: :func:`name_refusal`. What
 others *answer* (a receiver's status line, headers and body; the words of an error) is never
 refused but :func:`cleaned`: valid Unicode, no control characters, no bidirectional
 overrides, cut to the column it goes into. Both are cheap when there is nothing to do, so they
@@ -27,6 +29,16 @@ _UNSAFE = re.compile(
 )
 
 
+# What a name must not hold, besides what ``refusal`` refuses: C0 and C1 controls (tab, CR,
+# LF and NEL among them), DEL, the line and paragraph separators, and the bidirectional marks,
+# embeddings, overrides and isolates. One class for the check and the JSON Schema of a name.
+_NOT_IN_A_NAME_CLASS = (
+    r"\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+)
+NAME_PATTERN = f"^[^{_NOT_IN_A_NAME_CLASS}]*$"
+_NOT_IN_A_NAME = re.compile(f"[{_NOT_IN_A_NAME_CLASS}]")
+
+
 def refusal(value: str) -> str | None:
     """Why the database cannot hold ``value``, in words for the person who sent it; else
     None."""
@@ -36,6 +48,18 @@ def refusal(value: str) -> str | None:
     if found.group() == "\x00":
         return "must not contain NUL characters (\\u0000)"
     return "must be valid Unicode text (it holds a lone surrogate or an undecodable byte)"
+
+
+def name_refusal(value: str) -> str | None:
+    """Why ``value`` cannot be a name, in words for the person who sent it; else None."""
+    problem = refusal(value)
+    found = None if problem is not None else _NOT_IN_A_NAME.search(value)
+    if found is None:
+        return problem
+    return (
+        "must be one line, without control or text-direction characters "
+        f"(it holds U+{ord(found.group()):04X})"
+    )
 
 
 def storable(value: str) -> str:
@@ -51,6 +75,21 @@ def storable(value: str) -> str:
 # Its JSON Schema says NUL is refused (a lone surrogate cannot be sent as UTF-8 JSON anyway).
 StorableText = Annotated[
     str, AfterValidator(storable), Field(json_schema_extra={"pattern": r"^[^\u0000]*$"})
+]
+
+
+def one_line_name(value: str) -> str:
+    """``value`` itself; ValueError (a validation error in a Pydantic model) when it cannot
+    be a name."""
+    problem = name_refusal(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A name in a model that reads input: refused (422) as ``name_refusal`` says.
+NameText = Annotated[
+    str, AfterValidator(one_line_name), Field(json_schema_extra={"pattern": NAME_PATTERN})
 ]
 
 

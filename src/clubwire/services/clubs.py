@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import slugs, timestamps
+from clubwire.domain import slugs, text, timestamps
 from clubwire.services import endpoints
 from clubwire.storage.models import Club, Delivery
 
@@ -19,9 +19,7 @@ MAX_NAME_LENGTH = 200
 def put_club(session: Session, slug: str, name: str, now: datetime) -> tuple[Club, bool]:
     """Create the club, or rename it; returns the club and whether it was created."""
     _check_slug(slug)
-    name = name.strip()
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise errors.InvalidInput(f"A club name has 1–{MAX_NAME_LENGTH} characters.")
+    name = _checked_name(name)
     club = session.scalar(select(Club).where(Club.slug == slug))
     if club is None:
         club = Club(id=ids.new_id("org"), slug=slug, name=name, created_at=now, updated_at=now)
@@ -75,6 +73,18 @@ def set_webhooks_module(session: Session, slug: str, enabled: bool, now: datetim
         if not enabled:
             endpoints.skip_waiting(session, Delivery.club_id == club.id, now)
     return club
+
+
+def _checked_name(name: str) -> str:
+    """The name without the spaces around it; InvalidInput if it is not one line of 1 to
+    ``MAX_NAME_LENGTH`` characters (``text.name_refusal``, the rule of every name)."""
+    why = text.name_refusal(name)
+    if why is not None:
+        raise errors.InvalidInput(f"A club name {why}.")
+    name = name.strip()
+    if not name or len(name) > MAX_NAME_LENGTH:
+        raise errors.InvalidInput(f"A club name has 1–{MAX_NAME_LENGTH} characters.")
+    return name
 
 
 def _check_slug(slug: str) -> None:

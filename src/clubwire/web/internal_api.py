@@ -34,7 +34,7 @@ class _Out(BaseModel):
 class ClubIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[
-        text.StorableText,
+        text.NameText,
         Field(min_length=1, max_length=200, examples=["Granite Curling Club"]),
     ]
 

@@ -1,4 +1,5 @@
-"""Browser safety for the settings area: security headers, cookies, CSRF tokens, safe redirects.
+"""Browser safety for the settings area: security headers, cookies, CSRF tokens, requests
+from other sites, safe redirects.
 
 The headers go on the UI's paths only (chosen by prefix), so the club data API's hot path
 pays one string comparison and nothing else.
@@ -10,11 +11,12 @@ import hmac
 import secrets
 from urllib.parse import urlsplit
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clubwire.domain import text
 from clubwire.settings import Settings
 
 SESSION_COOKIE = "clubwire_session"
@@ -23,6 +25,14 @@ DEVICE_COOKIE = "clubwire_device"  # a browser a user signed in with (domain.dev
 SIGN_IN_PATH = "/sign-in"
 UI_PREFIXES = (SIGN_IN_PATH, "/sign-out", "/settings", "/admin", "/static/")
 STATIC_PREFIX = "/static/"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# What a browser says of a request that one of our own pages made (or a person typed in):
+# anything else, ``same-site`` too (a sibling host, such as a club's host with
+# CLUBWIRE_CLUB_HOST_SUFFIX, shares the site but is not us), is another site's.
+OWN_FETCH_SITES = frozenset({"same-origin", "none"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_NOT_IN_A_HOST = frozenset(" /?#@\\")  # urlsplit would read a path, user or such into it
+SHOWN_HEADER = 100  # characters of a refused header quoted in the log
 
 CONTENT_SECURITY_POLICY = "; ".join(
     (
@@ -102,6 +112,56 @@ def same_token(given: str | None, expected: str | None) -> bool:
     if not given or not expected:
         return False
     return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def from_another_site(headers: Headers, scheme: str, settings: Settings) -> str | None:
+    """Why a request that changes something was sent by another site's page, in words for
+    the log; None when a browser says it is ours, or says nothing (curl, older browsers:
+    the CSRF token alone decides). ``scheme`` is the request's, as the app sees it."""
+    site = headers.get("sec-fetch-site")
+    if site is not None and site not in OWN_FETCH_SITES:
+        return f"Sec-Fetch-Site: {_shown(site)}"
+    given = headers.get("origin")
+    if given is not None and _read_origin(given) not in own_origins(headers, scheme, settings):
+        return f"Origin: {_shown(given)}"  # ``null`` too: a sandboxed frame, a data: URL
+    return None
+
+
+def _read_origin(value: str) -> str | None:
+    """An ``Origin`` header as ``origin`` writes one; None for ``null`` or anything else
+    that is not ``scheme://host[:port]``."""
+    scheme, separator, host = value.partition("://")
+    return origin(scheme.lower(), host) if separator and scheme.isascii() else None
+
+
+def own_origins(headers: Headers, scheme: str, settings: Settings) -> set[str]:
+    """The origins the settings area is ours at: CLUBWIRE_PUBLIC_URL's, and the one this
+    request was sent to (its Host, with its scheme as the app sees it, which counts
+    ``X-Forwarded-Proto`` from CLUBWIRE_TRUSTED_PROXIES only)."""
+    public = urlsplit(settings.public_url)
+    found = (origin(public.scheme, public.netloc), origin(scheme, headers.get("host", "")))
+    return {each for each in found if each is not None}
+
+
+def origin(scheme: str, host: str) -> str | None:
+    """``scheme://host[:port]`` as a browser writes an ``Origin``: lower case, without the
+    scheme's default port; None when ``host`` is not a host (and port)."""
+    if scheme not in _DEFAULT_PORTS or not host.isprintable() or _NOT_IN_A_HOST & set(host):
+        return None
+    try:
+        parts = urlsplit(f"{scheme}://{host}")
+        port = parts.port
+    except ValueError:  # not a port, or a broken IPv6 address
+        return None
+    if not parts.hostname:
+        return None
+    name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    shown_port = "" if port in (None, _DEFAULT_PORTS.get(scheme)) else f":{port}"
+    return f"{scheme}://{name}{shown_port}"
+
+
+def _shown(value: str) -> str:
+    return f'"{text.cleaned(value, SHOWN_HEADER)}"'
 
 
 def safe_next(value: str | None) -> str | None:

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -25,6 +25,7 @@ from clubwire.web import context, problems, security
 
 log = logging.getLogger(__name__)
 
+MAX_LOGGED_PATH = 200
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
@@ -36,8 +37,29 @@ class SignInRequired(Exception):
         super().__init__(next_path)
 
 
-class CsrfRefused(Exception):
+class FormRefused(Exception):
+    """A form refused before it did anything: a 403 page that says why (``words``)."""
+
+    words: ClassVar[str]
+
+
+class CsrfRefused(FormRefused):
     """A POST without this session's CSRF token."""
+
+    words = (
+        "This form was refused because its security token is missing or out of date, "
+        "so nothing was changed. Go back, reload the page and try again."
+    )
+
+
+class CrossSiteRefused(FormRefused):
+    """A request that would change something, sent by another site's page."""
+
+    words = (
+        "This form was refused because it was sent from another website, so nothing was "
+        "changed. To make this change, open the settings here directly and use the form on "
+        "their own page."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +160,21 @@ def checked(staff: Staff, csrf_token: Annotated[str, Form()] = "") -> web_sessio
 Posted = Annotated[web_sessions.SignedIn, Depends(checked)]
 
 
+def same_site(request: Request) -> None:
+    """Refuse a request that changes something when the browser says another site's page
+    sent it (``Sec-Fetch-Site``, ``Origin``): with the CSRF token, a second lock on every
+    form of the settings area, sign-in and sign-out included (ADR 0006)."""
+    if request.method in security.SAFE_METHODS:
+        return
+    settings = context.of(request).settings
+    scheme = str(request.scope["scheme"])  # not request.url, which a broken Host can break
+    why = security.from_another_site(request.headers, scheme, settings)
+    if why is not None:
+        path = text.cleaned(request.scope["path"], MAX_LOGGED_PATH)
+        log.warning("refused a %s to %s from another site (%s)", request.method, path, why)
+        raise CrossSiteRefused()
+
+
 def club_for(session: Session, staff: web_sessions.SignedIn, slug: str) -> Club:
     """The club if this user manages it (else not found) and its module is on."""
     club = users.managed_club(session, staff.user, slug)
@@ -153,8 +190,8 @@ def error_page(request: Request, exc: Exception) -> Response:
     """The HTML answer to an error raised by a settings-area route."""
     if isinstance(exc, SignInRequired):
         return redirect(sign_in_url(exc.next_path))
-    if isinstance(exc, CsrfRefused):
-        return message(request, 403, "Form refused", CSRF_REFUSED)
+    if isinstance(exc, FormRefused):
+        return message(request, 403, "Form refused", exc.words)
     if isinstance(exc, ModuleOff):
         status = 200 if request.method == "GET" else 403
         return page(request, "module_off.html", status, club=exc.club)
@@ -168,12 +205,6 @@ def error_page(request: Request, exc: Exception) -> Response:
         return message(request, 422, "Form not understood", "The form was not complete.")
     log.error("unhandled error in the settings area", exc_info=exc)
     return message(request, 500, "Something went wrong", "It has been logged; please try again.")
-
-
-CSRF_REFUSED = (
-    "This form was refused because its security token is missing or out of date, "
-    "so nothing was changed. Go back, reload the page and try again."
-)
 
 
 class UiRoute(APIRoute):
@@ -192,9 +223,13 @@ class UiRoute(APIRoute):
 
 
 def router() -> APIRouter:
-    """A router for settings-area pages: HTML errors, left out of the OpenAPI document."""
+    """A router for settings-area pages: HTML errors, forms from other sites refused, left
+    out of the OpenAPI document."""
     return APIRouter(
-        route_class=UiRoute, include_in_schema=False, default_response_class=HTMLResponse
+        route_class=UiRoute,
+        include_in_schema=False,
+        default_response_class=HTMLResponse,
+        dependencies=[Depends(same_site)],
     )
 
 
