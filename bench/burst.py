@@ -3,11 +3,12 @@
 ``bench/delivery.py`` measures how fast a worker drains a backlog published while no worker
 runs; this script measures what a receiver sees when the platform publishes a burst while a
 worker runs (issue 31): ``--events`` events (2,000) of every kind in turn, each fanned out to
-``--endpoints`` endpoints (5), published at once by ``--publishers`` threads (8), each event in
-a transaction of its own (as the internal API publishes), beside one idle ``clubwire worker``.
+``--endpoints`` endpoints (5), published at once by ``--publishers`` clients (8), each with a
+keep-alive connection to a ``clubwire serve`` (``POST /internal/v1/clubs/{slug}/events``, as
+the platform publishes), beside one idle ``clubwire worker``.
 
-For each delivery, latency is the receiver's first arrival minus the time its event's
-publishing transaction committed (one machine, one clock). The report gives p50, p95 and p99
+For each delivery, latency is the receiver's first arrival minus the time its publish was
+answered (one machine, one clock; the commit is a little earlier). The report gives p50, p95 and p99
 over all deliveries, and deliveries/s from the first commit to the last arrival: a worker
 that waits to gather larger batches makes each event wait, one that cannot keep up makes the
 whole burst take longer. Targets (issue 31, PostgreSQL): p50 at most 40 ms and p95 at most
@@ -21,33 +22,36 @@ Run from the repository root: ``.venv/bin/python bench/burst.py [--database post
 from __future__ import annotations
 
 import argparse
+import http.client
 import random
+import secrets
 import statistics
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import orjson
 from sqlalchemy import select
 
-from clubwire.domain import timestamps
-from clubwire.services import clubs
+from clubwire.domain import event_catalog, timestamps
 from clubwire.storage.models import Delivery
-from harness import exit_status
+from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports, start
 from measuring import expected_deliveries, wait_for
 from receiver import LIGHT, SILENT, Receiver, healthy_roles, start_receiver
 from testbed import (
+    BUSY_CLUB,
     KINDS,
     SEED,
     Bed,
     Clubs,
     make_tls,
     prepare_bed,
-    publish_one,
     seed,
     wait_started,
     worker,
@@ -57,6 +61,7 @@ PROG = "bench/burst.py"
 DATABASES = ("sqlite", "postgresql")
 IDLE_SECONDS = 1.0  # the worker idles this long before the burst
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+PLATFORM_TOKEN = secrets.token_urlsafe(32)  # the internal API of the bench's own server
 
 
 @dataclass(frozen=True)
@@ -100,24 +105,33 @@ def parse_options(argv: list[str] | None) -> Options:
     )
 
 
-def publish_burst(bed: Bed, club_id: str, options: Options) -> dict[str, float]:
-    """The burst, from ``options.publishers`` threads; when each event's transaction
-    committed (``time.time``), by event id."""
+def publish_burst(port: int, options: Options) -> dict[str, float]:
+    """The burst, from ``options.publishers`` clients of the internal API; when each publish
+    was answered (``time.time``), by event id."""
     committed: dict[str, float] = {}
     numbers = iter(range(options.events))
     lock = threading.Lock()
+    headers = {"Authorization": f"Bearer {PLATFORM_TOKEN}", "Content-Type": "application/json"}
 
     def publishing(seed_: int) -> None:
         rng = random.Random(seed_)
+        connection = http.client.HTTPConnection(HOST, port, timeout=30)
         while True:
             with lock:
                 number = next(numbers, None)
             if number is None:
+                connection.close()
                 return
-            with bed.sessions.begin() as session:
-                club = clubs.get_club_by_id(session, club_id)
-                event_id = publish_one(session, club, KINDS[number % len(KINDS)], rng)
-            committed[event_id] = time.time()
+            kind = KINDS[number % len(KINDS)]
+            data = event_catalog.sample(kind, timestamps.utc_now(), rng)
+            body = orjson.dumps({"event": kind, "data": data})
+            connection.request("POST", f"/internal/v1/clubs/{BUSY_CLUB}/events", body, headers)
+            answer = connection.getresponse()
+            answered = time.time()
+            published = orjson.loads(answer.read())
+            if answer.status != 201:
+                raise BenchError(f"a publish was answered {answer.status}: {published}")
+            committed[published["id"]] = answered
 
     threads = [
         threading.Thread(target=publishing, args=(SEED + n,)) for n in range(options.publishers)
@@ -130,15 +144,19 @@ def publish_burst(bed: Bed, club_id: str, options: Options) -> dict[str, float]:
 
 
 def burst_round(bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str) -> Burst:
-    """An idle worker, then the burst; each delivery's latency at the receiver."""
+    """A server and an idle worker, then the burst; each delivery's latency at the
+    receiver."""
     since = timestamps.utc_now()
-    with worker(bed, label) as process:
+    (port,) = free_ports(1)
+    with ExitStack() as stack:
+        server = serve(stack, bed, port, label)
+        process = stack.enter_context(worker(bed, label))
         wait_started(process)
         time.sleep(IDLE_SECONDS)
         receiver.reset()
-        committed = publish_burst(bed, clubs_.busy_id, options)
+        committed = publish_burst(port, options)
         expected = expected_deliveries(bed, clubs_, since)
-        arrived = wait_for(receiver, expected, [process])
+        arrived = wait_for(receiver, expected, [process, server])
     event_of = deliveries_events(bed, clubs_, since)
     latencies, last = [], 0.0
     for role, ids in expected.items():
@@ -149,6 +167,23 @@ def burst_round(bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, l
     lost = sum(len(ids) for ids in expected.values()) - len(latencies)
     seconds = last - min(committed.values())
     return Burst(latencies, len(latencies) / seconds if seconds > 0 else 0.0, lost)
+
+
+def serve(stack: ExitStack, bed: Bed, port: int, label: str) -> Process:
+    """``clubwire serve`` on the bed with the internal API on, once it answers."""
+    env = {**bed.env, "CLUBWIRE_PLATFORM_TOKEN": PLATFORM_TOKEN}
+    command = [sys.executable, "-m", "clubwire", "serve", "--host", HOST, "--port", str(port)]
+    server = start(stack, command, env, bed.workdir / f"serve-{label}.log")
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        server.check()
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{port}/readyz", timeout=1):
+                return server
+        except OSError:
+            if time.monotonic() > deadline:
+                raise BenchError("clubwire serve did not answer") from None
+            time.sleep(0.1)
 
 
 def deliveries_events(bed: Bed, clubs_: Clubs, since: datetime) -> dict[str, str]:
