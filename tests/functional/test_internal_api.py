@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,6 +157,53 @@ def test_invalid_program_is_422_and_stores_nothing(
     assert response.status_code == 422, response.text
     assert response.json()["errors"]
     assert _count(sessions, Program) == 0
+
+
+# 21,474,836.48 is the first price whose cents a 32-bit integer cannot hold.
+@pytest.mark.parametrize(
+    ("sent", "shown"),
+    [
+        (21_474_836.48, b'"price":21474836.48,'),
+        ("21474836.48", b'"price":21474836.48,'),
+        (99_999_999.98, b'"price":99999999.98,'),
+        (99_999_999.99, b'"price":99999999.99,'),
+        ("99999999.99", b'"price":99999999.99,'),
+    ],
+)
+def test_the_largest_prices_are_stored_and_read_back_exactly(
+    client: TestClient, sessions: sessionmaker[Session], sent: object, shown: bytes
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    stored = client.put(PROGRAM, json=program_data(price=sent), headers=AUTH)
+    assert (stored.status_code, stored.json()["price"]) == (201, float(str(sent)))
+    with sessions.begin() as session:
+        _, key = make_key(session, session.scalars(select(Club)).one())
+    listed = client.get(
+        "/clubs/granite/api/v1/programs", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert shown in listed.content
+    assert listed.json()["data"][0]["price"] == float(str(sent))
+
+
+@pytest.mark.parametrize("price", [100_000_000.00, "100000000.00", 100_000_000, 1e300])
+def test_a_price_above_the_largest_is_422_naming_it_and_stores_nothing(
+    client: TestClient, sessions: sessionmaker[Session], price: object
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    response = client.put(PROGRAM, json=program_data(price=price), headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert [error["location"] for error in response.json()["errors"]] == ["body.price"]
+    assert _count(sessions, Program) == 0
+
+
+def test_the_documented_largest_price_is_the_one_enforced(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    number, text = document["components"]["schemas"]["ProgramData"]["properties"]["price"]["anyOf"]
+    assert number["maximum"] == 99_999_999.99
+    assert re.fullmatch(text["pattern"], "99999999.99")
+    assert not re.fullmatch(text["pattern"], "100000000.00")
 
 
 def test_program_of_an_unknown_club_is_404(client: TestClient) -> None:

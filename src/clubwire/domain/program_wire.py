@@ -95,14 +95,16 @@ Moment = Annotated[
     ),
 ]
 
-# Whole cents up to 99,999,999.99, as a JSON number or a string of digits ("325.00").
+# The most a program may cost: its cents fill a 64-bit column (``programs.price_cents``).
+MAX_PRICE = Decimal("99999999.99")
+# Whole cents up to MAX_PRICE, as a JSON number or a string of digits ("325.00").
 Price = Annotated[
     Decimal,
-    Field(ge=0, max_digits=10, decimal_places=2, allow_inf_nan=False),
+    Field(ge=0, le=MAX_PRICE, max_digits=10, decimal_places=2, allow_inf_nan=False),
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0, "maximum": 99_999_999.99, "multipleOf": 0.01},
+                {"type": "number", "minimum": 0, "maximum": float(MAX_PRICE), "multipleOf": 0.01},
                 {"type": "string", "pattern": r"^[0-9]{1,8}(\.[0-9]{1,2})?$"},
             ],
             "examples": ["325.00"],
@@ -186,7 +188,7 @@ class Program(BaseModel):
     status: ProgramStatus
     startDate: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
     endDate: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
-    price: float
+    price: Annotated[float, Field(ge=0, le=float(MAX_PRICE))]
     capacity: int
     createdAt: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
     updatedAt: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
