@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -12,11 +13,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import event_catalog
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Event, Program
 from clubwire.web.app import create_app
 from tests.conftest import PLATFORM_TOKEN, make_settings
-from tests.factories import FakeClock, make_endpoint, make_key, program_data, registration
+from tests.factories import EPOCH, FakeClock, make_endpoint, make_key, program_data, registration
 
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
 JSON = {"Content-Type": "application/json"}
@@ -330,6 +332,37 @@ def test_invalid_events_are_422_and_store_nothing(
     response = client.post(EVENTS, json=body, headers=AUTH)
     assert response.status_code == 422, response.text
     assert response.headers["content-type"] == "application/problem+json"
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    [
+        ("game.updated", ("sides", 0, "score"), False),
+        ("game.updated", ("sides", 1, "score"), "3"),
+        ("payment.completed", ("payment", "amount"), "367.25"),
+    ],
+)
+def test_data_of_the_wrong_json_type_is_422_naming_the_field_and_stores_nothing(
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    kind: str,
+    path: tuple[str | int, ...],
+    value: object,
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    data: Any = event_catalog.sample(kind, EPOCH)
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+    response = client.post(EVENTS, json={"event": kind, "data": data}, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    named = "data" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    assert response.json()["detail"].startswith(f"{named}: must be a number"), response.text
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(Event)) == 0
 

@@ -63,11 +63,11 @@ class _CamelModel(BaseModel):
     )
 
 
-def _number(value: object) -> object:
-    """A count is a JSON number (``48``, or ``48.0``), not text or a boolean, which Pydantic
-    alone would read as one."""
+def json_number(value: object) -> object:
+    """A before-validator: a number is a JSON number (``48``, or ``48.0``), not text or a
+    boolean, which Pydantic alone would read as one (``"48"``, ``true``)."""
     if isinstance(value, str | bool):
-        raise ValueError("must be a whole number")
+        raise ValueError("must be a number, not text or a boolean")
     return value
 
 
@@ -123,7 +123,7 @@ class ProgramData(_CamelModel):
     start_date: Moment
     end_date: Moment = Field(description="Not before startDate.")
     price: Price
-    capacity: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(_number)]
+    capacity: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(json_number)]
     private: StrictBool = Field(
         default=False, description="Hidden from the storefront, so never shown by the API."
     )
