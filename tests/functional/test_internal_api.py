@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import orjson
 import pytest
 from fastapi.testclient import TestClient
@@ -365,6 +366,27 @@ def test_data_of_the_wrong_json_type_is_422_naming_the_field_and_stores_nothing(
     assert response.json()["detail"].startswith(f"{named}: must be a number"), response.text
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "status"),
+    [("order-1234", 201), ("é", 201), (" a b ", 201), ("", 422), ("\x85", 422), ("a\xa0", 422)],
+)
+def test_an_idempotency_key_is_taken_exactly_when_the_document_allows_it(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings, key: str, status: int
+) -> None:
+    """Schemathesis found an empty key documented (a string of at most 255) but refused."""
+    _with_endpoint(client, sessions, settings)
+    operation = client.get("/openapi.json").json()["paths"]["/internal/v1/clubs/{slug}/events"]
+    (header,) = [p for p in operation["post"]["parameters"] if p["name"] == "idempotency-key"]
+    documented = jsonschema_rs.validator_for(header["schema"]).is_valid(key)
+    body = {"event": "registration.created", "data": registration()}
+    headers = {
+        b"Authorization": AUTH["Authorization"].encode(),
+        b"Idempotency-Key": key.encode("latin-1"),
+    }
+    response = client.post(EVENTS, json=body, headers=headers)
+    assert (response.status_code, documented) == (status, status == 201), response.text
 
 
 def test_publish_to_an_unknown_club_is_404(client: TestClient) -> None:
