@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, update
+from sqlalchemy import create_engine, select, update
 from sqlalchemy.orm import Session
 
 from clubwire.domain import timestamps
 from clubwire.services import keys
 from clubwire.storage import migrate
-from clubwire.storage.models import ApiKey, Club
+from clubwire.storage.models import ApiKey, Club, Program
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
 from tests.functional.cli_runner import Invoke, ok, one_line_error
@@ -124,6 +124,19 @@ def test_program_import_reads_stdin(run: Invoke) -> None:
     assert "1 created" in ok(run("program", "import", "granite", "-", stdin=data)).out
 
 
+def test_program_import_stores_the_largest_price_exactly(run: Invoke, database_url: str) -> None:
+    """The same answer as ``PUT /internal/v1/clubs/{slug}/programs/{id}``, on both databases."""
+    ok(run("club", "create", "granite", "--name", "Granite"))
+    data = json.dumps([{"id": "a", **program_data(price=99_999_999.99)}]).encode()
+    assert "1 created" in ok(run("program", "import", "granite", "-", stdin=data)).out
+    engine = create_engine(database_url)
+    try:
+        with Session(engine) as session:
+            assert session.scalar(select(Program.price_cents)) == 9_999_999_999
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
@@ -132,6 +145,12 @@ def test_program_import_reads_stdin(run: Invoke) -> None:
         (
             json.dumps(
                 [{"id": "a", **program_data()}, {"id": "b", **program_data(price=-5)}]
+            ).encode(),
+            "program 2: price",
+        ),
+        (
+            json.dumps(
+                [{"id": "a", **program_data()}, {"id": "b", **program_data(price=100_000_000.00)}]
             ).encode(),
             "program 2: price",
         ),

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import jsonschema_rs
 import orjson
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import event_catalog
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Event, Program
 from clubwire.web.app import create_app
 from tests.conftest import PLATFORM_TOKEN, make_settings
-from tests.factories import FakeClock, make_endpoint, make_key, program_data, registration
+from tests.factories import EPOCH, FakeClock, make_endpoint, make_key, program_data, registration
 
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
 JSON = {"Content-Type": "application/json"}
@@ -175,6 +179,53 @@ def test_invalid_program_is_422_and_stores_nothing(
     assert _count(sessions, Program) == 0
 
 
+# 21,474,836.48 is the first price whose cents a 32-bit integer cannot hold.
+@pytest.mark.parametrize(
+    ("sent", "shown"),
+    [
+        (21_474_836.48, b'"price":21474836.48,'),
+        ("21474836.48", b'"price":21474836.48,'),
+        (99_999_999.98, b'"price":99999999.98,'),
+        (99_999_999.99, b'"price":99999999.99,'),
+        ("99999999.99", b'"price":99999999.99,'),
+    ],
+)
+def test_the_largest_prices_are_stored_and_read_back_exactly(
+    client: TestClient, sessions: sessionmaker[Session], sent: object, shown: bytes
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    client.put(f"{CLUB}/modules/webhooks", json={"enabled": True}, headers=AUTH)
+    stored = client.put(PROGRAM, json=program_data(price=sent), headers=AUTH)
+    assert (stored.status_code, stored.json()["price"]) == (201, float(str(sent)))
+    with sessions.begin() as session:
+        _, key = make_key(session, session.scalars(select(Club)).one())
+    listed = client.get(
+        "/clubs/granite/api/v1/programs", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert shown in listed.content
+    assert listed.json()["data"][0]["price"] == float(str(sent))
+
+
+@pytest.mark.parametrize("price", [100_000_000.00, "100000000.00", 100_000_000, 1e300])
+def test_a_price_above_the_largest_is_422_naming_it_and_stores_nothing(
+    client: TestClient, sessions: sessionmaker[Session], price: object
+) -> None:
+    client.put(CLUB, json={"name": "Granite"}, headers=AUTH)
+    response = client.put(PROGRAM, json=program_data(price=price), headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert [error["location"] for error in response.json()["errors"]] == ["body.price"]
+    assert _count(sessions, Program) == 0
+
+
+def test_the_documented_largest_price_is_the_one_enforced(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    number, text = document["components"]["schemas"]["ProgramData"]["properties"]["price"]["anyOf"]
+    assert number["maximum"] == 99_999_999.99
+    assert re.fullmatch(text["pattern"], "99999999.99")
+    assert not re.fullmatch(text["pattern"], "100000000.00")
+
+
 def test_program_of_an_unknown_club_is_404(client: TestClient) -> None:
     assert client.put(PROGRAM, json=program_data(), headers=AUTH).status_code == 404
     assert client.delete(PROGRAM, headers=AUTH).status_code == 404
@@ -301,6 +352,58 @@ def test_invalid_events_are_422_and_store_nothing(
     assert response.headers["content-type"] == "application/problem+json"
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    [
+        ("game.updated", ("sides", 0, "score"), False),
+        ("game.updated", ("sides", 1, "score"), "3"),
+        ("payment.completed", ("payment", "amount"), "367.25"),
+    ],
+)
+def test_data_of_the_wrong_json_type_is_422_naming_the_field_and_stores_nothing(
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    kind: str,
+    path: tuple[str | int, ...],
+    value: object,
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    data: Any = event_catalog.sample(kind, EPOCH)
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+    response = client.post(EVENTS, json={"event": kind, "data": data}, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    named = "data" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    assert response.json()["detail"].startswith(f"{named}: must be a number"), response.text
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "status"),
+    [("order-1234", 201), ("é", 201), (" a b ", 201), ("", 422), ("\x85", 422), ("a\xa0", 422)],
+)
+def test_an_idempotency_key_is_taken_exactly_when_the_document_allows_it(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings, key: str, status: int
+) -> None:
+    """Schemathesis found an empty key documented (a string of at most 255) but refused."""
+    _with_endpoint(client, sessions, settings)
+    operation = client.get("/openapi.json").json()["paths"]["/internal/v1/clubs/{slug}/events"]
+    (header,) = [p for p in operation["post"]["parameters"] if p["name"] == "idempotency-key"]
+    documented = jsonschema_rs.validator_for(header["schema"]).is_valid(key)
+    body = {"event": "registration.created", "data": registration()}
+    headers = {
+        b"Authorization": AUTH["Authorization"].encode(),
+        b"Idempotency-Key": key.encode("latin-1"),
+    }
+    response = client.post(EVENTS, json=body, headers=headers)
+    assert (response.status_code, documented) == (status, status == 201), response.text
 
 
 def test_publish_to_an_unknown_club_is_404(client: TestClient) -> None:

@@ -25,6 +25,7 @@ import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
+from schemathesis.specs.openapi import checks
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -110,10 +111,14 @@ def tested(
 
 @service.hook
 def filter_body(_context: schemathesis.HookContext, body: object) -> bool:
-    """Keep to the rules that span two fields, which JSON Schema cannot say (the documents'
-    descriptions do): a program ends no earlier than it starts, a reservation ends after it
-    starts, a replay's window ends after it starts. Bodies that are not even shaped so are
-    kept, for the route to refuse."""
+    return _keeps_two_field_rules(body)
+
+
+def _keeps_two_field_rules(body: object) -> bool:
+    """Whether ``body`` keeps to the rules that span two fields, which JSON Schema cannot say
+    (the documents' descriptions do): a program ends no earlier than it starts, a reservation
+    ends after it starts, a replay's window ends after it starts. Bodies that are not even
+    shaped so are kept, for the route to refuse."""
     if not isinstance(body, dict):
         return True
     data = body.get("data")
@@ -163,7 +168,20 @@ def test_the_documents_tested_are_the_ones_served(tested: AppUnderTest) -> None:
 def test_the_service_does_what_its_document_says(
     case: schemathesis.Case[Any], tested: AppUnderTest
 ) -> None:
-    case.call_and_validate(headers=PLATFORM)
+    case.call_and_validate(headers=PLATFORM, excluded_checks=_at_the_club(case))
+
+
+def _at_the_club(case: schemathesis.Case[Any]) -> list[schemathesis.CheckFunction]:
+    """A schema-valid request goes to the test's club, so that its body is read and judged
+    (a made-up slug would be answered 404 first, which the acceptance check allows). Its
+    check that schema-valid requests are accepted is left out for a body that breaks a
+    two-field rule: the hook keeps those out of generated bodies, not out of the coverage
+    phase's."""
+    if case.meta is None or not case.meta.generation.mode.is_positive:
+        return []
+    if "slug" in (case.path_parameters or {}):
+        case.path_parameters["slug"] = SLUG
+    return [] if _keeps_two_field_rules(case.body) else [checks.positive_data_acceptance]
 
 
 @club.parametrize()

@@ -17,13 +17,14 @@ from clubwire import errors
 from clubwire.services import endpoints, events, keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from clubwire.storage.models import Base, Delivery, QueueHead, on_database
+from clubwire.storage.models import Base, Club, Delivery, QueueHead, on_database
 from tests.conftest import make_settings
 from tests.factories import (
     EPOCH,
     make_club,
     make_endpoint,
     make_key,
+    make_program,
     queue_order,
     receiver_settings,
     registration,
@@ -264,3 +265,24 @@ def _queue_order_columns(engine: Engine, table: str) -> list[str]:
         if index["column_names"][:2] == ["endpoint_id", _due(table)]
     ]
     return columns
+
+
+def test_0016_keeps_every_price_and_refuses_to_go_down_past_one_integer_cannot_hold(
+    engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    """Down to 0015 and up again, prices stay exact; up, the largest price the API takes
+    is stored; with it there, the downgrade is refused by name and changes nothing."""
+    with sessions.begin() as session:
+        make_program(session, make_club(session), "prg_clinic", price="45.50")
+    _move(engine, "0015", down=True)
+    _move(engine, "head")
+    with sessions.begin() as session:
+        make_program(
+            session, session.scalars(select(Club)).one(), "prg_bonspiel", price="99999999.99"
+        )
+    with pytest.raises(RuntimeError, match=r"1 program\(s\) cost 21,474,836\.48 or more"):
+        _move(engine, "0015", down=True)
+    assert migrate.current(engine) == migrate.head()
+    with engine.connect() as connection:
+        prices = connection.execute(text("SELECT id, price_cents FROM programs ORDER BY id"))
+        assert prices.all() == [("prg_bonspiel", 9_999_999_999), ("prg_clinic", 4_550)]

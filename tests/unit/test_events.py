@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pathlib
 import random
 import re
 from collections.abc import Iterator
@@ -10,12 +11,15 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+import jsonschema_rs
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from clubwire.domain import event_catalog
+from clubwire.web.app import create_app
+from tests.conftest import make_settings
 
 NOW = datetime(2026, 1, 13, 18, 30, 12, 345_678, tzinfo=UTC)
 WIRE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
@@ -367,7 +371,7 @@ def test_payment_fields_are_checked(path: str, value: object) -> None:
 
 @pytest.mark.parametrize(
     ("amount", "wire"),
-    [(Decimal("42.50"), b'"amount":42.5,'), ("0.10", b'"amount":0.1,'), (367, b'"amount":367.0,')],
+    [(Decimal("42.50"), b'"amount":42.5,'), (0.1, b'"amount":0.1,'), (367, b'"amount":367.0,')],
 )
 def test_amounts_are_written_as_json_numbers(amount: object, wire: bytes) -> None:
     model = event_catalog.validate(
@@ -514,3 +518,103 @@ def test_validate_raises_only_invalid_data_for_damaged_samples(
     path = choice.draw(st.sampled_from([p for p, _ in paths(data) if p]))
     set_at(data, path, value)
     assert_one_line_or_valid(outcome(kind, data))
+
+
+# --------------------------------------------------------------------------- JSON types
+
+
+def _publish_schema() -> jsonschema_rs.Validator:
+    """The publish body as the service's OpenAPI document describes it (what Schemathesis
+    and the platform's developers read), formats checked."""
+    settings = make_settings("sqlite:///unused.db", pathlib.Path("."))
+    schemas = create_app(settings).openapi()["components"]["schemas"]
+    root = {"$ref": "#/components/schemas/EventIn", "components": {"schemas": schemas}}
+    return jsonschema_rs.validator_for(root, validate_formats=True)
+
+
+PUBLISHED = _publish_schema()
+JSON_VALUES = [True, False, 0, 7, 7.0, 7.5, -1, 0.07, 1e-9, "7", "7.5", "", "text", None, [], {}]
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+
+
+def _agrees_with_its_schema(kind: str, path: Path, value: object) -> None:
+    """``value`` at ``path`` of a sample is refused, naming that path, exactly when the
+    published schema says it is not valid."""
+    data = sampled(kind)
+    set_at(data, path, value)
+    documented = PUBLISHED.is_valid({"event": kind, "data": data})
+    refused: event_catalog.InvalidData | None = None
+    try:
+        event_catalog.validate(kind, data)
+    except event_catalog.InvalidData as error:
+        refused = error
+    where = f"{shown(path)} = {value!r}"
+    assert (refused is None) == documented, f"{where}: documented {documented}, {refused}"
+    assert refused is None or refused.path.startswith(shown(path)), str(refused)
+
+
+def _fields(kind: str) -> list[Path]:
+    return [path for path, _ in paths(sampled(kind)) if path]
+
+
+@pytest.mark.parametrize("kind", event_catalog.SUBSCRIBABLE)
+def test_every_field_takes_the_json_types_its_schema_says_and_no_other(kind: str) -> None:
+    """No boolean or text for a number, no number for text, no fraction for an integer."""
+    for path in _fields(kind):
+        for value in JSON_VALUES:
+            _agrees_with_its_schema(kind, path, value)
+
+
+@pytest.mark.parametrize("kind", event_catalog.SUBSCRIBABLE)
+@given(data=st.data())
+def test_any_json_value_anywhere_is_taken_exactly_when_documented(
+    kind: str, data: st.DataObject
+) -> None:
+    path = data.draw(st.sampled_from(_fields(kind)))
+    _agrees_with_its_schema(kind, path, data.draw(JSON))
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    [
+        ("game.updated", "sides.0.score", False),
+        ("game.updated", "sides.0.score", True),
+        ("game.updated", "sides.1.score", "3"),
+        ("game.updated", "sides.1.score", 3.5),
+        ("payment.completed", "payment.amount", "367.25"),
+        ("payment.completed", "payment.amount", True),
+        ("registration.created", "invoice.total", "0"),
+        ("member.updated", "member.name", 7),
+        ("ping", "message", False),
+    ],
+)
+def test_a_value_of_the_wrong_json_type_is_refused_naming_its_field(
+    kind: str, path: str, value: object
+) -> None:
+    data = data_of(kind, **{path: value})
+    assert invalid(kind, data).path == shown(parse(path))
+
+
+@pytest.mark.parametrize(("score", "kept"), [(0, 0), (7, 7), (7.0, 7), (None, None)])
+def test_a_score_is_a_whole_json_number_or_null(score: object, kept: object) -> None:
+    data = data_of("game.updated", **{"sides.0.score": score})
+    assert round_trip("game.updated", data)["data"]["sides"][0]["score"] == kept
+
+
+@pytest.mark.parametrize("kind", event_catalog.KINDS)
+def test_every_sample_is_valid_by_the_published_schema(kind: str) -> None:
+    for seed in range(20):
+        data = sampled(kind, seed)
+        event_catalog.validate(kind, data)
+        if kind in event_catalog.SUBSCRIBABLE:
+            assert PUBLISHED.is_valid({"event": kind, "data": data})

@@ -37,7 +37,13 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from clubwire.domain import text, timestamps
-from clubwire.domain.program_wire import EARLIEST, LATEST, PLAUSIBLE_YEAR, ProgramType
+from clubwire.domain.program_wire import (
+    EARLIEST,
+    LATEST,
+    PLAUSIBLE_YEAR,
+    ProgramType,
+    json_number,
+)
 
 # --------------------------------------------------------------------------- value types
 
@@ -114,12 +120,26 @@ CalendarDate = Annotated[
     WithJsonSchema({"type": "string", "format": "date", "examples": ["2026-01-17"]}),
 ]
 ClockTime = Annotated[str, Field(pattern=r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]$", examples=["18:30"])]
+# Numbers are JSON numbers, as the schemas say: text and booleans are refused (Pydantic alone
+# reads "5" and true as numbers). A whole number written 5.0 is an integer to JSON Schema, so
+# a score takes it; 5.5 it refuses. Text already refuses numbers and booleans; timestamps and
+# dates take only text of their shape (``_shaped``). Pydantic's strict mode is not the rule
+# here: from Python it wants Decimal and datetime objects, where JSON has numbers and text.
+# Constraints go before the validator, or the schema would not show them.
+Score = Annotated[int, Field(ge=0, le=999), BeforeValidator(json_number)]
 Money = Annotated[
     Decimal,
     Field(ge=0, max_digits=12, decimal_places=2, allow_inf_nan=False),
+    BeforeValidator(json_number),
     PlainSerializer(float, return_type=float, when_used="json"),
     WithJsonSchema(
-        {"type": "number", "minimum": 0, "maximum": 9_999_999_999.99, "examples": [367.25]}
+        {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 9_999_999_999.99,
+            "multipleOf": 0.01,
+            "examples": [367.25],
+        }
     ),
 ]
 Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$", examples=["CAD"])]
@@ -242,8 +262,8 @@ class Side(Payload):
     """One team in a game, with its score and result once entered."""
 
     team: TeamRef = Field(description="The team.")
-    score: int | None = Field(
-        default=None, ge=0, le=999, description="Points scored; null until a result is entered."
+    score: Score | None = Field(
+        default=None, description="Points scored; null until a result is entered."
     )
     result: SideResult | None = Field(
         default=None, description="win, loss, or tie; null until a result is entered."

@@ -63,11 +63,11 @@ class _CamelModel(BaseModel):
     )
 
 
-def _number(value: object) -> object:
-    """A count is a JSON number (``48``, or ``48.0``), not text or a boolean, which Pydantic
-    alone would read as one."""
+def json_number(value: object) -> object:
+    """A before-validator: a number is a JSON number (``48``, or ``48.0``), not text or a
+    boolean, which Pydantic alone would read as one (``"48"``, ``true``)."""
     if isinstance(value, str | bool):
-        raise ValueError("must be a whole number")
+        raise ValueError("must be a number, not text or a boolean")
     return value
 
 
@@ -95,14 +95,16 @@ Moment = Annotated[
     ),
 ]
 
-# Whole cents up to 99,999,999.99, as a JSON number or a string of digits ("325.00").
+# The most a program may cost: its cents fill a 64-bit column (``programs.price_cents``).
+MAX_PRICE = Decimal("99999999.99")
+# Whole cents up to MAX_PRICE, as a JSON number or a string of digits ("325.00").
 Price = Annotated[
     Decimal,
-    Field(ge=0, max_digits=10, decimal_places=2, allow_inf_nan=False),
+    Field(ge=0, le=MAX_PRICE, max_digits=10, decimal_places=2, allow_inf_nan=False),
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0, "maximum": 99_999_999.99, "multipleOf": 0.01},
+                {"type": "number", "minimum": 0, "maximum": float(MAX_PRICE), "multipleOf": 0.01},
                 {"type": "string", "pattern": r"^[0-9]{1,8}(\.[0-9]{1,2})?$"},
             ],
             "examples": ["325.00"],
@@ -121,7 +123,7 @@ class ProgramData(_CamelModel):
     start_date: Moment
     end_date: Moment = Field(description="Not before startDate.")
     price: Price
-    capacity: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(_number)]
+    capacity: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(json_number)]
     private: StrictBool = Field(
         default=False, description="Hidden from the storefront, so never shown by the API."
     )
@@ -186,7 +188,7 @@ class Program(BaseModel):
     status: ProgramStatus
     startDate: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
     endDate: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
-    price: float
+    price: Annotated[float, Field(ge=0, le=float(MAX_PRICE))]
     capacity: int
     createdAt: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
     updatedAt: Annotated[str, Field(json_schema_extra={"format": "date-time"})]

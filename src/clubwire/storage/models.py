@@ -76,7 +76,8 @@ class Program(Base):
     status: Mapped[str] = mapped_column(String(32))
     start_date: Mapped[datetime]
     end_date: Mapped[datetime]
-    price_cents: Mapped[int] = mapped_column(Integer)
+    # Up to 9,999,999,999 cents (program_wire.Price): past what a 32-bit integer holds.
+    price_cents: Mapped[int] = mapped_column(BigInteger)
     capacity: Mapped[int] = mapped_column(Integer)
     private: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime]

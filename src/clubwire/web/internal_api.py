@@ -27,6 +27,13 @@ ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}
 EndpointIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_]{1,64}$", examples=["we_7kQ2mX"])]
 
 
+# What ``events.publish`` takes for a key, as a header carries it (Latin-1 text): printable
+# characters (not C0 or C1 controls, DEL, no-break or soft hyphen), at least one of them not a
+# space, since HTTP trims spaces from both ends of a header's value.
+_VISIBLE = r"\x21-\x7e\xa1-\xac\xae-\xff"
+IDEMPOTENCY_KEY_PATTERN = f"^[ {_VISIBLE}]*[{_VISIBLE}][ {_VISIBLE}]*$"
+
+
 class _Out(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True)
 
@@ -239,8 +246,11 @@ async def publish_event(
     idempotency_key: Annotated[
         str | None,
         Header(
-            max_length=255,
-            description="Your id for this event (per club): a repeat with the same event "
+            max_length=event_service.MAX_IDEMPOTENCY_KEY,
+            # Documented here, checked by events.publish, which says what is wrong in words.
+            json_schema_extra={"minLength": 1, "pattern": IDEMPOTENCY_KEY_PATTERN},
+            description="Your id for this event (per club), 1–255 printable characters: "
+            "a repeat with the same event "
             "and data returns the first event's id (200) and creates nothing; the same key "
             "with other data is refused (409).",
         ),
