@@ -48,6 +48,14 @@ POLL = 0.02
 # --- worker processes -------------------------------------------------------------------------
 
 
+# For runs of thousands of deliveries: a lease and deadlines a busy machine stays inside.
+PATIENT = {
+    "CLUBWIRE_LEASE_SECONDS": "60",
+    "CLUBWIRE_ATTEMPT_TIMEOUT": "20",
+    "CLUBWIRE_CONNECT_TIMEOUT": "10",
+}
+
+
 def worker_environment(database_url: str, ca_bundle: Path, **overrides: str) -> dict[str, str]:
     """This process's environment without its ``CLUBWIRE_*``, set up for local receivers."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
@@ -361,13 +369,7 @@ def test_workers_side_by_side_deliver_each_delivery_exactly_once(
     engine = database.engine_for(settings)
     sessions = database.sessions(engine)
     tls = authority(tmp_path)
-    env = worker_environment(
-        postgres_database,
-        tls.bundle,
-        CLUBWIRE_LEASE_SECONDS="60",
-        CLUBWIRE_ATTEMPT_TIMEOUT="20",
-        CLUBWIRE_CONNECT_TIMEOUT="10",
-    )
+    env = worker_environment(postgres_database, tls.bundle, **PATIENT)
     try:
         with serving(tls) as receiver, Workers(tmp_path, env) as workers:
             side_by_side = [workers.start() for _ in range(3)]

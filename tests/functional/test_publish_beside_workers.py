@@ -25,7 +25,12 @@ from clubwire.storage.models import Delivery
 from tests.conftest import PLATFORM_TOKEN, make_settings
 from tests.factories import make_club, registration
 from tests.functional.processes import free_port, wait_for
-from tests.functional.test_crash_safety import Workers, count_settled, worker_environment
+from tests.functional.test_crash_safety import (
+    PATIENT,
+    Workers,
+    count_settled,
+    worker_environment,
+)
 from tests.receiver import authority, serving
 
 pytestmark = pytest.mark.slow
@@ -59,12 +64,7 @@ def test_publishes_beside_two_workers_are_all_created_without_a_deadlock(
     sessions = database.sessions(engine)
     tls = authority(tmp_path)
     env = worker_environment(
-        postgres_database,
-        tls.bundle,
-        CLUBWIRE_PLATFORM_TOKEN=PLATFORM_TOKEN,
-        CLUBWIRE_LEASE_SECONDS="60",
-        CLUBWIRE_ATTEMPT_TIMEOUT="20",
-        CLUBWIRE_CONNECT_TIMEOUT="10",
+        postgres_database, tls.bundle, CLUBWIRE_PLATFORM_TOKEN=PLATFORM_TOKEN, **PATIENT
     )
     hooks = settings.model_copy(update={"allow_private_targets": True})
     port = free_port()
