@@ -152,17 +152,72 @@ def test_endpoints_with_due_work_take_turns() -> None:
     assert {"we_c", "we_d"} <= served[1] | served[2]
 
 
-def test_a_lane_that_ran_dry_is_given_back_once_drained_and_recorded() -> None:
+def test_a_lane_that_ran_dry_lingers_drained_until_its_turn_ends() -> None:
     world = Simulation()
     world.publish("we_a", 3)
     assert world.claim() == {"we_a": 3}  # asked for 6: it ran dry
     assert world.flush() == []  # jobs still waiting
-    world.attempt()
-    world.attempt()
-    world.attempt()  # the runners end
+    for _ in range(3):
+        world.attempt()  # the runners end
+    assert world.flush() == []  # drained and recorded: it lingers
+    assert world.queue.heads["we_a"].token == TOKEN
+    world.clock += 2.0
+    assert world.policy.until_lingered(world.clock) == pytest.approx(3.0)  # its turn is 5 s
+    world.clock += 3.0
     assert world.flush() == ["we_a"]
+    assert world.policy.until_lingered(world.clock) is None
     assert world.queue.heads["we_a"].lease_until is None
     assert world.queue.heads["we_a"].next_due_at is None  # all three succeeded
+
+
+def test_a_lingering_lane_claims_again_when_named_without_a_new_lease() -> None:
+    """A burst's deliveries come due one after another: the lane claims each as its publish
+    names it, rather than being given back and leased again (issue 31)."""
+    world = Simulation()
+    world.publish("we_a", 1)
+    for _ in range(3):
+        world.step()
+    assert world.sent == ["dlv_0000"] and "we_a" in world.policy.lanes
+    world.publish("we_a", 1)
+    world.policy.wake(["we_a"], changed=False)
+    assert world.policy.to_lease() == (0, None)
+    world.step()
+    assert world.sent == ["dlv_0000", "dlv_0001"]
+    assert world.renewed == []  # nor renewed: renewing waits for the publishes' heads
+
+
+def test_a_lingering_lane_is_given_back_at_once_when_the_worker_needs_its_room() -> None:
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=2))
+    for endpoint in ("we_a", "we_b"):
+        world.publish(endpoint, 1)
+        world.policy.wake([endpoint])
+        world.step()
+        world.step()
+    assert set(world.policy.lanes) == {"we_a", "we_b"}  # both drained, lingering
+    world.publish("we_c", 1)
+    world.policy.wake(["we_c"])
+    world.step()
+    world.step()
+    world.step()
+    assert "we_c" in world.policy.lanes
+    assert world.sent == ["dlv_0000", "dlv_0001", "dlv_0002"]
+
+
+def test_a_wake_during_a_claim_keeps_the_lane_from_running_dry() -> None:
+    """The claim may have read the queue before the publish that woke it committed: the
+    lane claims again rather than lingering with a delivery due."""
+    world = Simulation()
+    world.publish("we_a", 1)
+    world.step()
+
+    def publish() -> None:
+        world.publish("we_a", 1)
+        world.policy.wake(["we_a"], changed=False)
+
+    world.attempt()  # the runner ends: the lane asks for more
+    assert world.claim(meanwhile=publish) == {}
+    assert not world.policy.lanes["we_a"].dry
+    assert world.claim() == {"we_a": 1}
 
 
 def test_a_lane_in_a_claim_under_way_is_not_given_back() -> None:

@@ -5,7 +5,10 @@ Each endpoint the worker has leased has a lane: the jobs claimed for it, waiting
 queue or held by one of its runners (at most ``per_endpoint``), and every job claimed and
 not recorded yet. A lane asks for more while it has room for a refill, so it does not run
 dry, and for ``turn`` seconds at most; then it drains and is given back, so that the
-endpoints that waited longest are leased next, by this worker or another. A lane holds
+endpoints that waited longest are leased next, by this worker or another. A lane that ran
+dry lingers, drained, for the rest of its turn (half its lease at most), and claims again
+when a wake-up names it, with no lease to take; it is given back at once when the worker has
+other lanes to lease and no room for them. A lane holds
 ``rounds`` of attempts waiting, as many as may wait inside the lease whatever the endpoint's
 pace, or, once its pace shows that they take less than ``PACE_SECONDS``, up to
 ``deep_rounds``: a fast endpoint's lane is claimed for in fewer, larger claims. The worker
@@ -96,7 +99,7 @@ class Lane:
     claimed: set[str] = field(default_factory=set)
     runners: int = 0
     dry: bool = False  # its last claim found fewer due deliveries than it asked for
-    closing: bool = False  # being given back: it claims nothing more
+    closing: bool = False  # being given back, or its lease lost: it claims nothing more
     next_start: float = 0.0  # with a max rate: when its next attempt may start
     stale: bool = False  # its endpoint may have changed: renew and read it again
     place: Place = START  # where its claims have reached
@@ -140,15 +143,12 @@ class LanePolicy:
     def wake(self, endpoint_ids: Collection[str] | None, changed: bool = True) -> None:
         """Endpoints may have deliveries due, or (``changed``) have changed: claim for those
         whose lanes are held, reading their endpoints again if they changed, and lease the
-        others. None: any may have; lease what is due, and read every held lane's endpoint
-        again (a held lane that ran dry is given back once drained, and leased again if
-        due)."""
+        others. None: any may have; lease what is due, and claim for every held lane,
+        reading its endpoint again."""
         if endpoint_ids is None:
             self._discover = True
-            for lane in self.lanes.values():
-                lane.stale = True
-                lane.restart()
-        for endpoint_id in endpoint_ids or ():
+        named = self.lanes if endpoint_ids is None else endpoint_ids
+        for endpoint_id in named:
             held = self.lanes.get(endpoint_id)
             if held is None or held.closing:
                 self._named.add(endpoint_id)
@@ -224,7 +224,8 @@ class LanePolicy:
         got = {lane.endpoint_id for lane in leased}
         for endpoint_id in renewed:
             if endpoint_id not in got:
-                self.lanes[endpoint_id].dry = True
+                lost = self.lanes[endpoint_id]
+                lost.dry = lost.closing = True
         for fresh in leased:
             lane = self.lanes.get(fresh.endpoint_id)
             if lane is None:
@@ -274,11 +275,12 @@ class LanePolicy:
         start = []
         for endpoint_id, want in wants.items():
             lane = self.lanes[endpoint_id]
-            lane.dry = len(got[endpoint_id]) < want.count
             if lane.restarts != self._restarts.get(endpoint_id):
+                # A wake-up came meanwhile: what it named may not have been read.
                 lane.unsure.update(got[endpoint_id])
-            elif endpoint_id in reached:
-                lane.place = reached[endpoint_id]
+            else:
+                lane.dry = len(got[endpoint_id]) < want.count
+                lane.place = reached.get(endpoint_id, lane.place)
             for _ in range(min(self.limits.per_endpoint - lane.runners, len(lane.queue))):
                 lane.runners += 1
                 self.busy += 1
@@ -351,17 +353,22 @@ class LanePolicy:
 
     # -- recording ----------------------------------------------------------------------------
 
-    def recorded(self, results: Iterable[Result]) -> None:
+    def recorded(self, results: Iterable[Result]) -> bool:
+        """The results were recorded: their jobs are no longer held. Whether a retry among
+        them comes due before those remembered (the worker then looks again when it does:
+        ``until_retry``)."""
+        retries = self._retries
+        earliest = retries[0] if retries else None
         for result in results:
             lane = self.lanes.get(result.job.endpoint_id)
             if lane is not None:
                 lane.claimed.discard(result.job.delivery_id)
                 lane.unsure.discard(result.job.delivery_id)
             due = result.verdict.next_attempt_at
-            retries = self._retries
             if due is not None and (len(retries) < RETRIES_KEPT or due < retries[-1]):
                 bisect.insort(retries, due)
                 del retries[RETRIES_KEPT:]
+        return bool(retries) and retries[0] != earliest
 
     def until_retry(self, wall: datetime, longest: float) -> float:
         """Seconds a busy worker may pause before it looks for due work again: until the
@@ -378,17 +385,26 @@ class LanePolicy:
 
     def done(self, now: float) -> list[str]:
         """Lanes with nothing waiting or in flight, and none in the claim under way, that
-        claim nothing more: marked closing, to be given back once their results are
-        recorded (``given_back``)."""
+        claim nothing more and do not linger: marked closing, to be given back once their
+        results are recorded (``given_back``)."""
+        crowded = bool(self._named or self._discover) and not self.room_for_lanes()
         done = [
             endpoint_id
             for endpoint_id, lane in self.lanes.items()
-            if not lane.busy and endpoint_id not in self._claiming and not self._asks(lane, now)
+            if not lane.busy
+            and endpoint_id not in self._claiming
+            and not self._asks(lane, now)
+            and (crowded or not self._lingers(lane, now))
         ]
         for endpoint_id in done:
             self.lanes[endpoint_id].closing = True
             self._wanting.pop(endpoint_id, None)
         return sorted(done)
+
+    def until_lingered(self, now: float) -> float | None:
+        """Seconds until the first lingering lane is to be given back (None: none lingers)."""
+        ends = [self._linger_end(lane) for lane in self.lanes.values() if self._lingers(lane, now)]
+        return max(0.0, min(ends) - now) if ends else None
 
     def given_back(self, endpoint_ids: Iterable[str], ok: bool = True) -> None:
         """The lanes were given back (what is still due there is leased again, in turn), or
@@ -410,6 +426,16 @@ class LanePolicy:
         return not (
             lane.closing or lane.dry or self.stopping or now - lane.since > self.limits.turn
         )
+
+    def _lingers(self, lane: Lane, now: float) -> bool:
+        """Whether the lane, drained after running dry, stays leased a while: the deliveries
+        of a burst come due one after another, and a lane given back at each pause is leased
+        again only once no publish holds its head (issue 31)."""
+        return lane.dry and not lane.closing and not self.stopping and now < self._linger_end(lane)
+
+    def _linger_end(self, lane: Lane) -> float:
+        """The end of the lane's turn, inside its lease (a lane that lingers is not renewed)."""
+        return lane.since + min(self.limits.turn, self.limits.lease.total_seconds() / 2)
 
     def _pace(self, lane: Lane, now: float) -> None:
         """The rounds the lane holds: as many as it ends in ``PACE_SECONDS`` at the pace of

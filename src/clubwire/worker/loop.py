@@ -14,6 +14,7 @@ SQLite on threads of the link's own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
@@ -174,7 +175,7 @@ class Worker:
         self._wake.clear()
         timeout = await self._until_due()
         if timeout <= 0:
-            self._lanes.wake(None)  # the time has come: lease what is due
+            self._lanes.wake(None, changed=False)  # the time has come: claim what is due
             return
         stopping = asyncio.create_task(stop.wait())
         woken = asyncio.create_task(self._wake.wait())
@@ -182,7 +183,7 @@ class Worker:
         stopping.cancel()
         woken.cancel()
         if not self._wake.is_set():
-            self._lanes.wake(None)
+            self._lanes.wake(None, changed=False)
 
     async def _until_due(self) -> float:
         """Seconds until the earliest lane is due or its lease runs out: time to look then
@@ -207,10 +208,14 @@ class Worker:
     # -- record -----------------------------------------------------------------------------
 
     async def _record_loop(self) -> None:
-        """Record when there is something to record or a lane to give back, gathering what
-        comes in ``RECORD_INTERVAL`` into one batch; idle, it sleeps."""
+        """Record when there is something to record or a lane to give back (one that lingered
+        its time, at the latest), gathering what comes in ``RECORD_INTERVAL`` into one batch;
+        idle, it sleeps."""
+        loop = asyncio.get_running_loop()
         while True:
-            await self._recordable.wait()
+            lingering = self._lanes.until_lingered(loop.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._recordable.wait(), lingering)
             await asyncio.sleep(RECORD_INTERVAL)
             self._recordable.clear()
             try:
@@ -228,7 +233,8 @@ class Worker:
             try:
                 if batch:
                     await self._link.recording(self._record, batch)
-                self._lanes.recorded(batch)
+                if self._lanes.recorded(batch):
+                    self._wake.set()  # to look again when that retry comes due
                 if done:
                     await self._link.recording(self._give_back, done)
             except BaseException:
