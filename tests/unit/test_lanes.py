@@ -177,7 +177,8 @@ def test_a_lingering_lane_claims_again_when_named_without_a_new_lease() -> None:
     world.publish("we_a", 1)
     for _ in range(3):
         world.step()
-    assert world.sent == ["dlv_0000"] and "we_a" in world.policy.lanes
+    assert world.sent == ["dlv_0000"]
+    assert "we_a" in world.policy.lanes  # drained, lingering
     world.publish("we_a", 1)
     world.policy.wake(["we_a"], changed=False)
     assert world.policy.to_lease() == (0, None)

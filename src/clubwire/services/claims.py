@@ -41,8 +41,13 @@ def take_lanes(
     club module went off is given back at once, its waiting deliveries skipped."""
     connection = session.connection()
     deliveries = queue.of(connection.dialect.name)
-    # Renewing may wait for a head a publish holds, so it comes first, while the transaction
-    # holds no other; taking never waits (issue 31: the other way round, they deadlocked).
+    # The heads to renew, and those a wake-up named, are locked first, in one statement, in
+    # the endpoints' order, waiting for the publishes that hold them: a named head is due,
+    # and taking it with SKIP LOCKED skipped it while any publish held it, which during a
+    # burst to its club is nearly always (issue 31). Nothing after that waits for a head
+    # (taking any others skips those held), so no publish and worker each hold one the
+    # other waits for.
+    deliveries.lock(connection, {*held, *(named or ())})
     kept = deliveries.renew(connection, held, token, until)
     taken = deliveries.take(connection, now, until, token, lanes, named) if lanes > 0 else []
     described = {lane.endpoint_id: lane for lane in deliveries.lanes(connection, {*taken, *kept})}

@@ -232,6 +232,14 @@ class Queue:
         # RETURNING keeps no order: the longest waiting first, as they were chosen.
         return [endpoint_id for endpoint_id, _ in sorted(taken, key=lambda row: (row[1], row[0]))]
 
+    def lock(self, connection: Connection, endpoint_ids: Collection[str]) -> list[str]:
+        """Lock the heads of these endpoints for the rest of the transaction, in the
+        endpoints' order, waiting for the transactions that hold them (a publish holds its
+        heads until it commits); the endpoints that have heads."""
+        if not endpoint_ids:
+            return []
+        return list(connection.execute(_HEADS, {"endpoints": list(endpoint_ids)}).scalars())
+
     def renew(
         self, connection: Connection, endpoint_ids: Collection[str], token: str, until: datetime
     ) -> list[str]:
@@ -289,8 +297,8 @@ class Queue:
         """Recompute the heads after their deliveries were skipped or removed. They are
         locked first, in order, and recomputed by the next statement, which sees what a
         publish that held one committed meanwhile (as ``give_back`` does)."""
-        if endpoint_ids:
-            locked = list(connection.execute(_HEADS, {"endpoints": list(endpoint_ids)}).scalars())
+        locked = self.lock(connection, endpoint_ids)
+        if locked:
             connection.execute(self._refresh, {"endpoints": locked})
 
     def link(self, sessions: sessionmaker[Session]) -> Link:
