@@ -35,6 +35,7 @@ class Simulation:
         self.sent: list[str] = []  # delivery ids, in the order attempted
         self.renewed: list[str] = []  # lanes renewed, one entry a renewal
         self.asked: list[Wants] = []  # each claim's wants
+        self.failing: set[str] = set()  # endpoints that answer 503
 
     def publish(self, endpoint_id: str, count: int) -> None:
         for _ in range(count):
@@ -76,9 +77,10 @@ class Simulation:
                 self.policy.runner_ended(endpoint_id, self.clock)
                 self.runners.remove(endpoint_id)
                 continue
-            verdict = Verdict(Status.SUCCEEDED, None, counts_as_success=True)
-            self.results.append(Result(job, EPOCH, True, 200, None, 1, "", verdict))
+            result = _failed_now(job) if endpoint_id in self.failing else _succeeded(job)
+            self.results.append(result)
             self.sent.append(job.delivery_id)
+            self.runners += [endpoint_id] * self.policy.attempted(endpoint_id, result.strains)
 
     def flush(self) -> list[str]:
         """Record the results and give back the lanes that are done; those lanes."""
@@ -449,6 +451,16 @@ def test_workers_looking_at_once_share_the_lanes_due() -> None:
     assert first.policy.lanes.keys().isdisjoint(second.policy.lanes)
 
 
+def _succeeded(job: Job) -> Result:
+    verdict = Verdict(Status.SUCCEEDED, None, counts_as_success=True)
+    return Result(job, EPOCH, True, 200, None, 1, "", verdict)
+
+
+def _failed_now(job: Job) -> Result:
+    """A 503, retried in an hour (long after any simulation ends)."""
+    return Result(job, EPOCH, False, 503, None, 1, "", Verdict(Status.PENDING, EPOCH + LEASE * 60))
+
+
 def _failed(delivery_id: str, retry_in: float) -> Result:
     """A failed attempt whose delivery is retried ``retry_in`` seconds after EPOCH."""
     job = Job(delivery_id, "org_a", "we_a", "ping", "https://x", "", b"{}",
@@ -472,3 +484,44 @@ def test_a_busy_worker_looks_again_when_a_retry_it_recorded_comes_due() -> None:
     assert policy.until_retry(EPOCH + timedelta(seconds=9), 5.0) == 5.0
     policy.recorded([_failed(f"dlv_{n}", 300.0 - n) for n in range(200)])
     assert policy.until_retry(EPOCH, 500.0) == 101.0  # the earliest are the ones kept
+
+
+def test_a_strained_endpoint_gets_one_attempt_at_a_time_until_it_copes_again() -> None:
+    """Each attempt answered 503 halves the lane's width, down to one; each success widens
+    it by one: a dead or overloaded endpoint does not take the worker's time (issue 31)."""
+    limits = Limits(per_endpoint=8, rounds=2, depth=200, max_lanes=4, turn=999)
+    world = Simulation(limits)
+    world.failing.add("we_a")
+    world.publish("we_a", 100)
+    world.publish("we_b", 100)
+    world.claim()
+    world.claim()
+    assert world.in_flight("we_a") == world.in_flight("we_b") == 8
+    for _ in range(3):
+        world.step()
+    assert world.in_flight("we_a") == 1
+    assert world.in_flight("we_b") == 8  # the other lane keeps its width
+    sent = len(world.sent)
+    world.step()
+    assert len(world.sent) - sent == 1 + 8
+    world.failing.clear()  # it copes again: one more in flight after each success
+    widths = []
+    for _ in range(4):
+        world.step()
+        widths.append(world.in_flight("we_a"))
+    assert widths == sorted(widths)
+    assert widths[-1] > 2
+
+
+@pytest.mark.parametrize(
+    ("ok", "code", "strains"),
+    [(False, None, True), (False, 429, True), (False, 503, True), (False, 500, True),
+     (False, 400, False), (False, 410, False), (False, 301, False), (True, 200, False)],
+)  # fmt: skip
+def test_only_no_answer_429_and_5xx_strain_an_endpoint(
+    ok: bool, code: int | None, strains: bool
+) -> None:
+    job = Job("dlv_1", "org_a", "we_a", "ping", "https://x", "", b"{}",
+              Status.PENDING, 0, Trigger.SCHEDULED, EPOCH + LEASE)  # fmt: skip
+    result = Result(job, EPOCH, ok, code, None, 1, "", Verdict(Status.PENDING, None))
+    assert result.strains is strains

@@ -10,6 +10,9 @@ from clubwire.domain import delivery_rules
 from clubwire.domain.delivery_rules import Status, Trigger, Verdict
 from clubwire.domain.retry import RetrySchedule
 
+TOO_MANY_REQUESTS = 429
+SERVER_ERROR = 500  # and above
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -45,6 +48,13 @@ class Result:
     duration_ms: int
     excerpt: str
     verdict: Verdict
+
+    @property
+    def strains(self) -> bool:
+        """Whether the endpoint seems unable to take more now: no answer (refused, timed out,
+        no TLS), 429 Too Many Requests or a 5xx. Any other failure is the message's own."""
+        code = self.response_code
+        return not self.ok and (code is None or code == TOO_MANY_REQUESTS or code >= SERVER_ERROR)
 
 
 def judge(job: Job, ok: bool, now: datetime, schedule: RetrySchedule, draw: float) -> Verdict:

@@ -2,18 +2,24 @@
 (times are the event loop's, passed in), so that it is tested step by step.
 
 Each endpoint the worker has leased has a lane: the jobs claimed for it, waiting in its
-queue or held by one of its runners (at most ``per_endpoint``), and every job claimed and
-not recorded yet. A lane asks for more while it has room for a refill, so it does not run
-dry, and for ``turn`` seconds at most; then it drains and is given back, so that the
-endpoints that waited longest are leased next, by this worker or another. A lane that ran
-dry lingers, drained, for the rest of its turn (half its lease at most), and claims again
-when a wake-up names it, with no lease to take; it is given back at once when the worker has
-other lanes to lease and no room for them. A lane holds
-``rounds`` of attempts waiting, as many as may wait inside the lease whatever the endpoint's
-pace, or, once its pace shows that they take less than ``PACE_SECONDS``, up to
-``deep_rounds``: a fast endpoint's lane is claimed for in fewer, larger claims. The worker
-holds at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max rate holds
-``rate_seconds`` of attempts and starts them ``1 / rate`` seconds apart.
+queue or held by one of its runners (at most its ``width``), and every job claimed and not
+recorded yet. Its width is ``per_endpoint`` while the endpoint copes; each attempt that
+strains it (no answer, 429, a 5xx) halves the width, down to one, and each other attempt
+widens it by one again: a dead, hanging or overloaded endpoint gets one attempt at a time,
+and its failures do not take the worker's time from the other lanes (issue 31).
+
+A lane asks for more while it has room for a refill, so it does not run dry, and for
+``turn`` seconds at most; then it drains and is given back, so that the endpoints that
+waited longest are leased next, by this worker or another. A lane that ran dry lingers,
+drained, for the rest of its turn (half its lease at most), and claims again when a wake-up
+names it, with no lease to take; it is given back at once when the worker has other lanes
+to lease and no room for them.
+
+A lane holds ``rounds`` of attempts waiting, as many as may wait inside the lease whatever
+the endpoint's pace, or, once its pace shows that they take less than ``PACE_SECONDS``, up
+to ``deep_rounds``: a fast endpoint's lane is claimed for in fewer, larger claims. The
+worker holds at most ``depth`` jobs in all and ``max_lanes`` lanes. A lane with a max rate
+holds ``rate_seconds`` of attempts and starts them ``1 / rate`` seconds apart.
 """
 
 from __future__ import annotations
@@ -65,13 +71,14 @@ class Limits:
             lease=timedelta(seconds=settings.lease_seconds),
         )
 
-    def lane_depth(self, rounds: int) -> int:
-        """Jobs a lane of ``rounds`` holds: its attempts in flight and the rounds waiting."""
-        return self.per_endpoint * (rounds + 1)
+    def lane_depth(self, rounds: int, width: int | None = None) -> int:
+        """Jobs a lane of ``rounds`` holds: its attempts in flight (``width``, at most
+        ``per_endpoint``) and the rounds waiting."""
+        return (width or self.per_endpoint) * (rounds + 1)
 
-    def refill(self, rounds: int) -> int:
+    def refill(self, rounds: int, width: int | None = None) -> int:
         """A lane of ``rounds`` asks for more once it has room for half of them (or one)."""
-        return max(1, self.per_endpoint * rounds // 2)
+        return max(1, (width or self.per_endpoint) * rounds // 2)
 
 
 def backlog_rounds(settings: Settings) -> int:
@@ -98,6 +105,7 @@ class Lane:
     queue: deque[Job] = field(default_factory=deque)
     claimed: set[str] = field(default_factory=set)
     runners: int = 0
+    width: int = 1  # attempts it may have in flight
     dry: bool = False  # its last claim found fewer due deliveries than it asked for
     closing: bool = False  # being given back, or its lease lost: it claims nothing more
     next_start: float = 0.0  # with a max rate: when its next attempt may start
@@ -229,7 +237,9 @@ class LanePolicy:
         for fresh in leased:
             lane = self.lanes.get(fresh.endpoint_id)
             if lane is None:
-                self.lanes[fresh.endpoint_id] = Lane(fresh, now, until, rounds=self.limits.rounds)
+                self.lanes[fresh.endpoint_id] = Lane(
+                    fresh, now, until, rounds=self.limits.rounds, width=self.limits.per_endpoint
+                )
             else:
                 lane.leased, lane.lease_until, lane.stale = fresh, until, False
             self._wanting.setdefault(fresh.endpoint_id)
@@ -281,10 +291,7 @@ class LanePolicy:
             else:
                 lane.dry = len(got[endpoint_id]) < want.count
                 lane.place = reached.get(endpoint_id, lane.place)
-            for _ in range(min(self.limits.per_endpoint - lane.runners, len(lane.queue))):
-                lane.runners += 1
-                self.busy += 1
-                start.append(endpoint_id)
+            start += [endpoint_id] * self._start(lane)
         return start
 
     def claimed(self) -> None:
@@ -300,7 +307,7 @@ class LanePolicy:
     def next_job(self, endpoint_id: str, now: float) -> Job | None:
         """The lane's next job, if any; the lane asks for more when it has room for a refill."""
         lane = self.lanes[endpoint_id]
-        if not lane.queue:
+        if not lane.queue or lane.runners > lane.width:
             return None
         job = lane.queue.popleft()
         self.busy -= 1
@@ -309,6 +316,17 @@ class LanePolicy:
         if self._asks(lane, now) and self._room_in(lane) >= self._refill_of(lane):
             self._wanting.setdefault(endpoint_id)
         return job
+
+    def attempted(self, endpoint_id: str, strained: bool) -> int:
+        """An attempt to the endpoint ended, and ``strained`` it or not (``Result.strains``):
+        the lane's width halves or grows by one (a runner over the width ends when it looks
+        for its next job). How many runners to start for the lane now (counted as running)."""
+        lane = self.lanes[endpoint_id]
+        if strained:
+            lane.width = max(1, lane.width // 2)
+            return 0
+        lane.width = min(self.limits.per_endpoint, lane.width + 1)
+        return self._start(lane)
 
     def pace(self, endpoint_id: str, now: float) -> float:
         """Seconds the lane's next attempt waits: with a max rate, attempts start ``1 / rate``
@@ -437,6 +455,13 @@ class LanePolicy:
         """The end of the lane's turn, inside its lease (a lane that lingers is not renewed)."""
         return lane.since + min(self.limits.turn, self.limits.lease.total_seconds() / 2)
 
+    def _start(self, lane: Lane) -> int:
+        """Runners to start for the lane's waiting jobs, up to its width (counted as running)."""
+        count = max(0, min(lane.width - lane.runners, len(lane.queue)))
+        lane.runners += count
+        self.busy += count
+        return count
+
     def _pace(self, lane: Lane, now: float) -> None:
         """The rounds the lane holds: as many as it ends in ``PACE_SECONDS`` at the pace of
         its attempts since it was leased, between ``rounds`` and ``deep_rounds``. So the
@@ -445,7 +470,7 @@ class LanePolicy:
         elapsed = now - lane.since
         if elapsed >= PACE_AFTER:
             ended = lane.started - lane.runners  # each runner's attempt is under way
-            quick = int(ended / elapsed * PACE_SECONDS) // self.limits.per_endpoint
+            quick = int(ended / elapsed * PACE_SECONDS) // lane.width
             lane.rounds = max(self.limits.rounds, min(self.limits.deep_rounds, quick))
 
     def _room(self) -> int:
@@ -453,14 +478,14 @@ class LanePolicy:
 
     def _room_in(self, lane: Lane) -> int:
         rate = lane.leased.max_rate
-        depth = self.limits.lane_depth(lane.rounds)
+        depth = self.limits.lane_depth(lane.rounds, lane.width)
         if rate is not None:
             depth = min(depth, rate * self.limits.rate_seconds)
         return depth - lane.busy
 
     def _refill_of(self, lane: Lane) -> int:
         rate = lane.leased.max_rate
-        refill = self.limits.refill(lane.rounds)
+        refill = self.limits.refill(lane.rounds, lane.width)
         if rate is None:
             return refill
         return max(1, min(refill, rate * self.limits.rate_seconds // 2))

@@ -114,13 +114,16 @@ class Worker:
         if wants:
             jobs, reached = await self._link.claiming(self._claim_jobs, now, wants)
             for endpoint_id in self._lanes.deal(jobs, reached, wants):
-                runner = asyncio.create_task(self._run_lane(endpoint_id))
-                self._runners.add(runner)
-                runner.add_done_callback(self._runners.discard)
+                self._start_runner(endpoint_id)
         self._recordable.set()  # a lane that found nothing is done: to give back
         return bool(leased or wants)
 
     # -- attempt ----------------------------------------------------------------------------
+
+    def _start_runner(self, endpoint_id: str) -> None:
+        runner = asyncio.create_task(self._run_lane(endpoint_id))
+        self._runners.add(runner)
+        runner.add_done_callback(self._runners.discard)
 
     async def _run_lane(self, endpoint_id: str) -> None:
         """Attempt the lane's jobs one after another until none is waiting."""
@@ -132,7 +135,10 @@ class Worker:
                 wait = self._lanes.pace(endpoint_id, loop.time())
                 if wait > 0:
                     await asyncio.sleep(wait)
-                await self._attempt(job)
+                result = await self._attempt(job)
+                if result is not None:
+                    for _ in range(self._lanes.attempted(endpoint_id, result.strains)):
+                        self._start_runner(endpoint_id)
                 if self._lanes.waiting:
                     self._wake.set()  # room in all may be what they wait for
         finally:
@@ -141,11 +147,12 @@ class Worker:
             if self._lanes.waiting:
                 self._wake.set()
 
-    async def _attempt(self, job: Job) -> None:
+    async def _attempt(self, job: Job) -> Result | None:
+        """The attempt's result, to record (None: none to record)."""
         async with self._gate:
             if job.lease_until - self._clock() < self._attempt_span:
                 self._lanes.drop(job.endpoint_id, [job])  # claimed again in a later round
-                return
+                return None
             try:
                 result = await self._attempter.attempt(job)
             except Exception:
@@ -154,9 +161,10 @@ class Worker:
                     "is given back",
                     job.delivery_id,
                 )
-                return
+                return None
         self._results.append(result)
         self._recordable.set()
+        return result
 
     async def _finish_in_flight(self) -> None:
         """Finish the attempts in flight, drop the waiting jobs (others take them once the
