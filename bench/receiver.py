@@ -3,9 +3,10 @@
 ``start_receiver`` runs this file as ``bench/receiver.py --cert … --control … --ports …``: a
 raw HTTP/1.1 protocol on uvloop over TLS, one port per role (as separate hosts would be),
 answering ``200 ok``, except on the silent role's path, where it reads each request and never
-answers. It records the first arrival time of each ``X-Service-Delivery`` id, counts the
-arrivals of an id already seen (duplicates), and reports through a plain HTTP control port
-(``GET /counts``, ``GET /arrivals``, ``GET /duplicates``, ``POST /reset``), which ``Receiver``
+answers, and on the failing role's, where it answers ``503`` to every request. It records the
+first arrival time of each ``X-Service-Delivery`` id, counts the arrivals of an id already
+seen (duplicates), and reports through a plain HTTP control port (``GET /counts``,
+``GET /arrivals``, ``GET /duplicates``, ``POST /reset``), which ``Receiver``
 calls from the benchmark's process.
 """
 
@@ -31,10 +32,14 @@ import uvloop
 from harness import HOST, START_TIMEOUT, BenchError, Process, free_ports, start
 
 PROG = "bench/receiver.py"
-LIGHT, SILENT = "light", "silent"  # roles besides the healthy endpoints e0, e1, …
-SILENT_PATH = f"/{SILENT}"
+LIGHT, SILENT, FAILING = "light", "silent", "failing"  # roles besides healthy e0, e1, …
+SILENT_PATH, FAILING_PATH = f"/{SILENT}", f"/{FAILING}"
 
 OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+UNAVAILABLE_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 11\r\n\r\nunavailable"
+)
 
 
 # -- the receiver (its own process) -----------------------------------------------------------
@@ -96,7 +101,8 @@ def header(head: bytes, lowered: bytes, name: bytes) -> bytes | None:
 
 
 class Hooks(asyncio.Protocol):
-    """One sender's connection: record each request; answer 200, or never on ``/silent``."""
+    """One sender's connection: record each request; answer 200, 503 on ``/failing``, or
+    never on ``/silent``."""
 
     def __init__(self, arrivals: Arrivals) -> None:
         self._arrivals = arrivals
@@ -115,7 +121,8 @@ class Hooks(asyncio.Protocol):
             self._arrivals.add(request.path, delivery.decode("latin-1"), now)
             self._silent = self._silent or request.path == SILENT_PATH
             if not self._silent and self._transport is not None:
-                self._transport.write(OK_RESPONSE)
+                failing = request.path == FAILING_PATH
+                self._transport.write(UNAVAILABLE_RESPONSE if failing else OK_RESPONSE)
 
 
 class Control(asyncio.Protocol):
