@@ -14,6 +14,7 @@ import pytest
 from clubwire.domain.delivery_rules import Status, Trigger, Verdict
 from clubwire.domain.jobs import Job, Result
 from clubwire.storage.queue import START
+from clubwire.worker import lanes
 from clubwire.worker.lanes import LanePolicy, Limits, Wants
 from tests.factories import EPOCH
 from tests.memory_queue import MemoryQueue, Waiting
@@ -80,7 +81,8 @@ class Simulation:
             result = _failed_now(job) if endpoint_id in self.failing else _succeeded(job)
             self.results.append(result)
             self.sent.append(job.delivery_id)
-            self.runners += [endpoint_id] * self.policy.attempted(endpoint_id, result.strains)
+            started = self.policy.attempted(endpoint_id, result.strains, self.clock)
+            self.runners += [endpoint_id] * started
 
     def flush(self) -> list[str]:
         """Record the results and give back the lanes that are done; those lanes."""
@@ -525,3 +527,17 @@ def test_only_no_answer_429_and_5xx_strain_an_endpoint(
               Status.PENDING, 0, Trigger.SCHEDULED, EPOCH + LEASE)  # fmt: skip
     result = Result(job, EPOCH, ok, code, None, 1, "", Verdict(Status.PENDING, None))
     assert result.strains is strains
+
+
+def test_a_lane_of_width_one_pauses_after_each_attempt_that_strains_it() -> None:
+    """A dead endpoint refuses at once: one attempt at a time is still hundreds a second."""
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=999))
+    world.failing.add("we_a")
+    world.publish("we_a", 20)
+    world.claim()
+    world.attempt()  # one fails at a width of two: now one (the other runner ends)
+    assert world.policy.pace("we_a", world.clock) == 0.0
+    world.policy.attempted("we_a", True, world.clock)
+    assert world.policy.pace("we_a", world.clock) == pytest.approx(lanes.STRAINED_PAUSE)
+    world.policy.attempted("we_a", False, world.clock + 1)
+    assert world.policy.pace("we_a", world.clock + 1) == 0.0  # no pause after a success

@@ -5,8 +5,10 @@ Each endpoint the worker has leased has a lane: the jobs claimed for it, waiting
 queue or held by one of its runners (at most its ``width``), and every job claimed and not
 recorded yet. Its width is ``per_endpoint`` while the endpoint copes; each attempt that
 strains it (no answer, 429, a 5xx) halves the width, down to one, and each other attempt
-widens it by one again: a dead, hanging or overloaded endpoint gets one attempt at a time,
-and its failures do not take the worker's time from the other lanes (issue 31).
+widens it by one again; at a width of one, the next attempt after one that strained it waits
+``STRAINED_PAUSE``. So a dead, hanging or overloaded endpoint gets one attempt at a time, at
+most ten a second, and its failures do not take the worker's time from the other lanes
+(issue 31: a dead endpoint refused 400 attempts a second at a width of one).
 
 A lane asks for more while it has room for a refill, so it does not run dry, and for
 ``turn`` seconds at most; then it drains and is given back, so that the endpoints that
@@ -42,6 +44,7 @@ PACE_AFTER = 0.1  # seconds of a lane's attempts before its pace counts
 LANE_TURN = 5.0
 LANES_A_ROUND = 1
 RATE_SECONDS = 2
+STRAINED_PAUSE = 0.1  # seconds between attempts at a lane of width one that fail
 RETRIES_KEPT = 64  # the earliest retries a worker remembers, to look when they come due
 
 
@@ -108,7 +111,7 @@ class Lane:
     width: int = 1  # attempts it may have in flight
     dry: bool = False  # its last claim found fewer due deliveries than it asked for
     closing: bool = False  # being given back, or its lease lost: it claims nothing more
-    next_start: float = 0.0  # with a max rate: when its next attempt may start
+    next_start: float = 0.0  # when its next attempt may start (a max rate, a pause)
     stale: bool = False  # its endpoint may have changed: renew and read it again
     place: Place = START  # where its claims have reached
     rounds: int = 0  # of attempts it holds waiting (``Limits``)
@@ -317,27 +320,30 @@ class LanePolicy:
             self._wanting.setdefault(endpoint_id)
         return job
 
-    def attempted(self, endpoint_id: str, strained: bool) -> int:
+    def attempted(self, endpoint_id: str, strained: bool, now: float) -> int:
         """An attempt to the endpoint ended, and ``strained`` it or not (``Result.strains``):
         the lane's width halves or grows by one (a runner over the width ends when it looks
-        for its next job). How many runners to start for the lane now (counted as running)."""
+        for its next job), and at a width of one a strained lane pauses. How many runners to
+        start for the lane now (counted as running)."""
         lane = self.lanes[endpoint_id]
         if strained:
+            if lane.width == 1:
+                lane.next_start = max(lane.next_start, now + STRAINED_PAUSE)
             lane.width = max(1, lane.width // 2)
             return 0
         lane.width = min(self.limits.per_endpoint, lane.width + 1)
         return self._start(lane)
 
     def pace(self, endpoint_id: str, now: float) -> float:
-        """Seconds the lane's next attempt waits: with a max rate, attempts start ``1 / rate``
-        seconds apart. One worker holds a lane at a time, so all workers together keep to
-        it (a lane leased afresh may start one attempt sooner)."""
+        """Seconds the lane's next attempt waits: a strained lane's pause, and with a max
+        rate, attempts start ``1 / rate`` seconds apart. One worker holds a lane at a time, so
+        all workers together keep to it (a lane leased afresh may start one attempt
+        sooner)."""
         lane = self.lanes[endpoint_id]
-        rate = lane.leased.max_rate
-        if rate is None:
-            return 0.0
         start = max(now, lane.next_start)
-        lane.next_start = start + 1 / rate
+        rate = lane.leased.max_rate
+        if rate is not None:
+            lane.next_start = start + 1 / rate
         return start - now
 
     def drop(self, endpoint_id: str, jobs: Iterable[Job]) -> None:
