@@ -30,6 +30,9 @@ bench: $(READY)
 	$(PYTHON) bench/delivery.py
 	$(PYTHON) bench/attempt.py
 	$(PYTHON) bench/publish.py
+	$(PYTHON) bench/burst.py
+	$(PYTHON) bench/neighbours.py
+	$(PYTHON) bench/retries.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
