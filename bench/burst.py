@@ -112,7 +112,6 @@ def publish_burst(port: int, options: Options) -> dict[str, float]:
     committed: dict[str, float] = {}
     numbers = iter(range(options.events))
     lock = threading.Lock()
-    headers = {"Authorization": f"Bearer {PLATFORM_TOKEN}", "Content-Type": "application/json"}
 
     def publishing(seed_: int) -> None:
         rng = random.Random(seed_)
@@ -123,16 +122,8 @@ def publish_burst(port: int, options: Options) -> dict[str, float]:
             if number is None:
                 connection.close()
                 return
-            kind = KINDS[number % len(KINDS)]
-            data = event_catalog.sample(kind, timestamps.utc_now(), rng)
-            body = orjson.dumps({"event": kind, "data": data})
-            connection.request("POST", f"/internal/v1/clubs/{BUSY_CLUB}/events", body, headers)
-            answer = connection.getresponse()
-            answered = time.time()
-            published = orjson.loads(answer.read())
-            if answer.status != 201:
-                raise BenchError(f"a publish was answered {answer.status}: {published}")
-            committed[published["id"]] = answered
+            event_id, answered = publish(connection, BUSY_CLUB, number, rng, PLATFORM_TOKEN)
+            committed[event_id] = answered
 
     threads = [
         threading.Thread(target=publishing, args=(SEED + n,)) for n in range(options.publishers)
@@ -142,6 +133,25 @@ def publish_burst(port: int, options: Options) -> dict[str, float]:
     for thread in threads:
         thread.join()
     return committed
+
+
+def publish(
+    connection: http.client.HTTPConnection, slug: str, number: int, rng: random.Random, token: str
+) -> tuple[str, float]:
+    """Publish the ``number``-th event (kinds in turn) over the internal API; its id, and
+    when it was answered (``time.time``)."""
+    kind = KINDS[number % len(KINDS)]
+    body = orjson.dumps(
+        {"event": kind, "data": event_catalog.sample(kind, timestamps.utc_now(), rng)}
+    )
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    connection.request("POST", f"/internal/v1/clubs/{slug}/events", body, headers)
+    answer = connection.getresponse()
+    answered = time.time()
+    published = orjson.loads(answer.read())
+    if answer.status != 201:
+        raise BenchError(f"a publish to {slug} was answered {answer.status}: {published}")
+    return str(published["id"]), answered
 
 
 def burst_round(bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str) -> Burst:

@@ -87,13 +87,12 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as StopEvent
 from pathlib import Path
 
-import orjson
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api import program_records
-from burst import DATABASES, PLATFORM_TOKEN, POSTGRES_URL, serve
-from clubwire.domain import event_catalog, scopes, timestamps
+from burst import DATABASES, PLATFORM_TOKEN, POSTGRES_URL, publish, serve
+from clubwire.domain import scopes, timestamps
 from clubwire.services import keys
 from clubwire.services import programs as program_service
 from clubwire.storage.models import Club, Delivery
@@ -101,7 +100,6 @@ from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_
 from measuring import Arrived, Expected, database_cpu, process_cpu, process_waited, wait_for
 from receiver import SILENT, Receiver, healthy_roles, start_receiver
 from testbed import (
-    KINDS,
     SEED,
     Bed,
     Target,
@@ -218,25 +216,6 @@ def until(seconds: float) -> Callable[[], bool]:
 
 def connect(port: int) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT)
-
-
-def publish(
-    connection: http.client.HTTPConnection, slug: str, number: int, rng: random.Random, token: str
-) -> tuple[str, float]:
-    """Publish the ``number``-th event (kinds in turn) over the internal API; its id, and
-    when it was answered (``time.time``)."""
-    kind = KINDS[number % len(KINDS)]
-    body = orjson.dumps(
-        {"event": kind, "data": event_catalog.sample(kind, timestamps.utc_now(), rng)}
-    )
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    connection.request("POST", f"/internal/v1/clubs/{slug}/events", body, headers)
-    answer = connection.getresponse()
-    answered = time.time()
-    published = orjson.loads(answer.read())
-    if answer.status != 201:
-        raise BenchError(f"a publish to {slug} was answered {answer.status}: {published}")
-    return str(published["id"]), answered
 
 
 def read_programs(connection: http.client.HTTPConnection, slug: str, key: str) -> int:
