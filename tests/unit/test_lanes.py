@@ -286,6 +286,10 @@ def test_a_lost_lease_claims_nothing_more() -> None:
     world.attempt()  # room for a refill: its lease is more than half spent, so it renews
     assert world.claim() == {}
     assert world.policy.lanes["we_a"].dry
+    world.policy.wake(["we_a"], changed=False)  # a publish names it: lease it afresh
+    assert world.policy.to_lease() == (1, {"we_a"})
+    assert world.policy.to_renew(world.clock, world.now) == []
+    world.policy.claimed()
 
 
 def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
@@ -541,3 +545,20 @@ def test_a_lane_of_width_one_pauses_after_each_attempt_that_strains_it() -> None
     assert world.policy.pace("we_a", world.clock) == pytest.approx(lanes.STRAINED_PAUSE)
     world.policy.attempted("we_a", False, world.clock + 1)
     assert world.policy.pace("we_a", world.clock + 1) == 0.0  # no pause after a success
+
+
+def test_a_timed_look_claims_for_every_held_lane_without_renewing_it() -> None:
+    """Only a wake-up that says endpoints may have changed reads a fresh lane's endpoint
+    again: renewing waits for the publishes holding its head."""
+    world = Simulation()
+    world.publish("we_a", 1)
+    world.step()
+    world.step()  # drained: it lingers
+    world.publish("we_a", 1)
+    world.policy.wake(None, changed=False)
+    world.step()
+    assert world.sent == ["dlv_0000", "dlv_0001"]
+    assert world.renewed == []
+    world.policy.wake(None)  # listening anew: anything may have changed
+    assert world.policy.to_renew(world.clock, world.now) == ["we_a"]
+    world.policy.claimed()
