@@ -116,6 +116,24 @@ def test_a_lane_runs_its_limit_at_once_and_the_worker_holds_its_depth() -> None:
     assert world.claim() == {}  # no room: we_c waits
 
 
+def test_a_job_waiting_counts_under_its_lanes_lease_as_renewed() -> None:
+    """Checked against the lease as it stood at their claim, a max rate's jobs waiting for
+    their pace were dropped one after another, each renewal too late for them."""
+    world = Simulation()
+    world.publish("we_a", 50)
+    world.claim()
+    lane = world.policy.lanes["we_a"]
+    waiting = lane.queue[-1]
+    assert world.policy.lease_until(waiting) == waiting.lease_until
+    world.attempt()
+    world.attempt()  # room for a refill: it asks
+    world.clock += 40  # past half its lease
+    world.claim()
+    assert world.renewed == ["we_a"]
+    assert waiting in lane.queue
+    assert world.policy.lease_until(waiting) == lane.lease_until > waiting.lease_until
+
+
 def test_a_lane_asks_for_more_once_it_has_room_for_a_refill() -> None:
     world = Simulation()
     world.publish("we_a", 50)
@@ -154,6 +172,25 @@ def test_endpoints_with_due_work_take_turns() -> None:
         served.append(seen)
     assert served[0] >= {"we_a", "we_b"}
     assert {"we_c", "we_d"} <= served[1] | served[2]
+
+
+def test_a_lane_keeps_its_endpoint_past_its_turn_while_the_worker_has_room() -> None:
+    """Given back at each turn's end, a busy lane made a burst's events wait for it to drain
+    and be leased again; while the worker may lease another lane it begins a new turn, and
+    the worker looks for due work, so an endpoint that comes due is leased beside it."""
+    world = Simulation(Limits(per_endpoint=2, rounds=2, depth=40, max_lanes=4, turn=5.0))
+    world.publish("we_a", 1000)
+    world.step()
+    lane = world.policy.lanes["we_a"]
+    for _ in range(60):  # six seconds: past its turn
+        world.step()
+    assert world.policy.lanes["we_a"] is lane  # never given back
+    assert world.asked[-1] != {}  # it still asks for more
+    world.publish("we_b", 10)  # no wake-up names it: the next turn's look finds it
+    for _ in range(50):
+        world.step()
+    assert "we_b" in world.policy.lanes or world.queue.heads["we_b"].next_due_at is None
+    assert world.policy.lanes["we_a"] is lane
 
 
 def test_a_lane_that_ran_dry_lingers_drained_until_its_turn_ends() -> None:

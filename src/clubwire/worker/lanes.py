@@ -11,11 +11,12 @@ most ten a second, and its failures do not take the worker's time from the other
 (issue 31: a dead endpoint refused 400 attempts a second at a width of one).
 
 A lane asks for more while it has room for a refill, so it does not run dry, and for
-``turn`` seconds at most; then it drains and is given back, so that the endpoints that
-waited longest are leased next, by this worker or another. A lane that ran dry lingers,
-drained, for the rest of its turn (half its lease at most), and claims again when a wake-up
-names it, with no lease to take; it is given back at once when the worker has other lanes
-to lease and no room for them.
+``turn`` seconds at most while the worker has no room for another lane; then it drains and
+is given back, so that the endpoints that waited longest are leased next, by this worker or
+another (with room, it begins a new turn, and the worker looks for due work). A lane that
+ran dry lingers, drained, for the rest of its turn (half its lease at most), and claims
+again when a wake-up names it, with no lease to take; it is given back at once when the
+worker has other lanes to lease and no room for them.
 
 A lane holds ``rounds`` of attempts waiting, as many as may wait inside the lease whatever
 the endpoint's pace, or, once its pace shows that they take less than ``PACE_SECONDS``, up
@@ -118,6 +119,10 @@ class Lane:
     started: int = 0  # attempts started since it was leased
     unsure: set[str] = field(default_factory=set)  # held jobs maybe beyond ``place``
     restarts: int = 0  # how many times its claims started again from the start
+    turn_began: float = field(init=False)  # when its turn began (``LanePolicy._turn_over``)
+
+    def __post_init__(self) -> None:
+        self.turn_began = self.since
 
     def restart(self) -> None:
         """Claim from the start of the endpoint's queue again, past the jobs held."""
@@ -346,6 +351,13 @@ class LanePolicy:
             lane.next_start = start + 1 / rate
         return start - now
 
+    def lease_until(self, job: Job) -> datetime:
+        """When the lease the job is attempted under runs out: its lane's, renewed since the
+        claim (a lane whose jobs all waited for a max rate's pace kept dropping them, held
+        under the lease as it stood at their claim)."""
+        lane = self.lanes.get(job.endpoint_id)
+        return job.lease_until if lane is None else max(job.lease_until, lane.lease_until)
+
     def drop(self, endpoint_id: str, jobs: Iterable[Job]) -> None:
         """Jobs given back unattempted (their lease ran short, or the worker stops): nothing
         was written, so they are simply claimed again in a later round."""
@@ -447,9 +459,20 @@ class LanePolicy:
 
     def _asks(self, lane: Lane, now: float) -> bool:
         """Whether the lane may still ask for more."""
-        return not (
-            lane.closing or lane.dry or self.stopping or now - lane.since > self.limits.turn
-        )
+        return not (lane.closing or lane.dry or self.stopping or self._turn_over(lane, now))
+
+    def _turn_over(self, lane: Lane, now: float) -> bool:
+        """Whether the lane's turn is over: it has asked for more for ``turn`` seconds and
+        the worker has no room to lease another lane. While it has room, the lane begins a
+        new turn and the worker looks for due work, so that an endpoint waiting is leased
+        beside it (a lane given back at the end of each turn made the events published
+        meanwhile wait for it to drain and be leased again: issue 31)."""
+        if now - lane.turn_began <= self.limits.turn:
+            return False
+        if not self.room_for_lanes():
+            return True
+        lane.turn_began, self._discover = now, True
+        return False
 
     def _lingers(self, lane: Lane, now: float) -> bool:
         """Whether the lane, drained after running dry, stays leased a while: the deliveries

@@ -150,7 +150,7 @@ class Worker:
     async def _attempt(self, job: Job) -> Result | None:
         """The attempt's result, to record (None: none to record)."""
         async with self._gate:
-            if job.lease_until - self._clock() < self._attempt_span:
+            if self._lanes.lease_until(job) - self._clock() < self._attempt_span:
                 self._lanes.drop(job.endpoint_id, [job])  # claimed again in a later round
                 return None
             try:
