@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Result
-from clubwire.storage.queue import Lane, Queue, Row, Want
+from clubwire.storage.queue import LeasedLane, Link, Queue, Row, Want
 
 
 @dataclass
@@ -57,6 +58,10 @@ class MemoryQueue(Queue):
     def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Nothing listens in memory."""
 
+    def link(self, sessions: sessionmaker[Session]) -> Link:
+        """The policy's tests run its claim rounds themselves, with no worker."""
+        raise AssertionError("no worker runs on the queue in memory")
+
     def take(
         self,
         connection: Connection,
@@ -88,13 +93,13 @@ class MemoryQueue(Queue):
             self.heads[endpoint_id].lease_until = until
         return kept
 
-    def lanes(self, connection: Connection, endpoint_ids: Collection[str]) -> list[Lane]:
+    def lanes(self, connection: Connection, endpoint_ids: Collection[str]) -> list[LeasedLane]:
         return [
-            Lane(e, "club", f"https://{e}.example/hooks", "sealed", True, self.rates.get(e))
+            LeasedLane(e, "club", f"https://{e}.example/hooks", "sealed", True, self.rates.get(e))
             for e in endpoint_ids
         ]
 
-    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
+    def rows(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         rows: list[Row] = []
         for endpoint_id, want in wants.items():
             due = sorted(

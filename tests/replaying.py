@@ -36,5 +36,5 @@ def make_delivery(
         .values(status=status, next_attempt_at=None if finished else created)
     )
     connection = session.connection()
-    queue.of(connection.dialect.name).refresh(connection, [endpoint.id])
+    queue.on(connection).refresh(connection, [endpoint.id])
     return session.scalars(select(Delivery.id).where(Delivery.event_id == event.id)).one()

@@ -435,7 +435,7 @@ def test_lanes_are_leased_once_each_the_longest_waiting_first(
             .values(next_attempt_at=EPOCH + timedelta(seconds=20))
         )
         connection = session.connection()
-        queue.of(connection.dialect.name).refresh(connection, [newest.id, middle.id])
+        queue.on(connection).refresh(connection, [newest.id, middle.id])
     assert _lanes(sessions, timedelta(seconds=10)) == [oldest.id]
     # The others are due later; once due, they come in the order they came due.
     assert _lanes(sessions, timedelta(seconds=40)) == [middle.id, newest.id]

@@ -5,23 +5,36 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any, TypeVar
 
 import pytest
 
 from clubwire.domain.delivery_rules import Status, Trigger, Verdict
 from clubwire.domain.jobs import Job, Result
-from clubwire.storage.queue import START
+from clubwire.storage.queue import START, Claimed, LeasedLane
 from clubwire.worker import lanes
-from clubwire.worker.lanes import LanePolicy, Limits, Wants
+from clubwire.worker.lanes import Asked, ClaimRound, LanePolicy, Limits, Wants
 from tests.factories import EPOCH
 from tests.memory_queue import MemoryQueue, Waiting
 
 TOKEN = "wkr_me"
 LEASE = timedelta(seconds=60)
 LIMITS = Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=5.0)
+T = TypeVar("T")
+
+
+def finish(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never waits (its steps run in memory)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise AssertionError("the coroutine waited")
 
 
 class Simulation:
@@ -47,28 +60,34 @@ class Simulation:
         return EPOCH + timedelta(seconds=self.clock)
 
     def claim(self, meanwhile: Callable[[], None] = lambda: None) -> dict[str, int]:
-        """One claim round (``meanwhile`` runs while its jobs are read); the jobs claimed,
-        by endpoint."""
-        now = self.now
-        until = now + LEASE
-        asked = self.policy.to_lease()
-        renew = self.policy.to_renew(self.clock, now)
+        """One claim round, as the worker runs it (``meanwhile`` runs while its jobs are
+        read); the jobs claimed, by endpoint."""
+        with self.round() as claim_round:
+            dealt = finish(claim_round.run(self._lease, partial(self._claim, meanwhile), self.time))
+        self.runners += dealt.runners
+        return Counter(job.endpoint_id for job in dealt.jobs)
+
+    def time(self) -> float:
+        return self.clock
+
+    def round(self) -> AbstractContextManager[ClaimRound]:
+        """A claim round begun now, to look at what it leases and renews."""
+        return self.policy.claim_round(self.clock, self.now)
+
+    async def _lease(
+        self, now: datetime, until: datetime, asked: Asked, renew: list[str]
+    ) -> list[LeasedLane]:
         self.renewed += renew
         count, named = asked
-        if count or renew:
-            kept = self.queue.renew(None, renew, TOKEN, until)  # type: ignore[arg-type]
-            taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
-            leased = self.queue.lanes(None, [*taken, *kept])  # type: ignore[arg-type]
-            self.policy.held(leased, renew, asked, self.clock, until)
-        wants = self.policy.wants()
+        kept = self.queue.renew(None, renew, TOKEN, until)  # type: ignore[arg-type]
+        taken = self.queue.take(None, now, until, TOKEN, count, named) if count else []  # type: ignore[arg-type]
+        return self.queue.lanes(None, [*taken, *kept])  # type: ignore[arg-type]
+
+    async def _claim(self, meanwhile: Callable[[], None], now: datetime, wants: Wants) -> Claimed:
         self.asked.append(wants)
-        rows = self.queue.jobs(None, now, wants)  # type: ignore[arg-type]
+        claimed = self.queue.jobs(None, now, wants, TOKEN)  # type: ignore[arg-type]
         meanwhile()
-        jobs = [wants[row[1]].lane.job(row, wants[row[1]].until, TOKEN) for row in rows]
-        reached = {row[1]: (row[7], row[0]) for row in rows}
-        self.runners += self.policy.deal(jobs, reached, wants)
-        self.policy.claimed()
-        return Counter(job.endpoint_id for job in jobs)
+        return claimed
 
     def attempt(self) -> None:
         """Each runner attempts one job, or ends."""
@@ -185,7 +204,7 @@ def test_a_lane_keeps_its_endpoint_past_its_turn_while_the_worker_has_room() -> 
     for _ in range(60):  # six seconds: past its turn
         world.step()
     assert world.policy.lanes["we_a"] is lane  # never given back
-    assert world.asked[-1] != {}  # it still asks for more
+    assert len(world.sent) > 100  # it went on claiming
     world.publish("we_b", 10)  # no wake-up names it: the next turn's look finds it
     for _ in range(50):
         world.step()
@@ -222,7 +241,8 @@ def test_a_lingering_lane_claims_again_when_named_without_a_new_lease() -> None:
     assert "we_a" in world.policy.lanes  # drained, lingering
     world.publish("we_a", 1)
     world.policy.wake(["we_a"], changed=False)
-    assert world.policy.to_lease() == (0, None)
+    with world.round() as claim_round:
+        assert claim_round.asked == (0, None)
     world.step()
     assert world.sent == ["dlv_0000", "dlv_0001"]
     assert world.renewed == []  # nor renewed: renewing waits for the publishes' heads
@@ -251,12 +271,13 @@ def test_a_wake_during_a_claim_keeps_the_lane_from_running_dry() -> None:
     world = Simulation()
     world.publish("we_a", 1)
     world.step()
+    world.attempt()  # the runner ends: the lane ran dry and lingers
+    world.policy.wake(["we_a"], changed=False)  # a publish names it; its claim begins
 
-    def publish() -> None:
+    def publish() -> None:  # another publish, seen only by the next claim
         world.publish("we_a", 1)
         world.policy.wake(["we_a"], changed=False)
 
-    world.attempt()  # the runner ends: the lane asks for more
     assert world.claim(meanwhile=publish) == {}
     assert not world.policy.lanes["we_a"].dry
     assert world.claim() == {"we_a": 1}
@@ -268,9 +289,9 @@ def test_a_lane_in_a_claim_under_way_is_not_given_back() -> None:
     world.step()  # sent and recorded; its runner is still there
     world.attempt()  # the runner ends: the lane ran dry and is idle
     world.policy.wake(["we_a"])  # a publish named it again
-    assert world.policy.to_renew(world.clock, world.now) == ["we_a"]  # a claim is under way
-    assert world.policy.done(world.clock) == []
-    world.policy.claimed()
+    with world.round() as claim_round:
+        assert claim_round.renew == ["we_a"]  # a claim is under way
+        assert world.policy.done(world.clock) == []
 
 
 def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None:
@@ -281,9 +302,9 @@ def test_a_wake_naming_a_held_lane_claims_for_it_and_others_are_leased() -> None
     world.policy.lanes["we_a"].dry = True
     world.publish("we_b", 1)
     world.policy.wake(["we_a", "we_b"])
-    assert world.policy.to_lease() == (1, {"we_b"})
-    assert world.policy.to_renew(world.clock, world.now) == ["we_a"]  # named: read it again
-    world.policy.claimed()
+    with world.round() as claim_round:
+        assert claim_round.asked == (1, {"we_b"})
+        assert claim_round.renew == ["we_a"]  # named: read it again
 
 
 def test_a_max_rate_bounds_the_lane_and_spaces_its_attempts() -> None:
@@ -324,9 +345,9 @@ def test_a_lost_lease_claims_nothing_more() -> None:
     assert world.claim() == {}
     assert world.policy.lanes["we_a"].dry
     world.policy.wake(["we_a"], changed=False)  # a publish names it: lease it afresh
-    assert world.policy.to_lease() == (1, {"we_a"})
-    assert world.policy.to_renew(world.clock, world.now) == []
-    world.policy.claimed()
+    with world.round() as claim_round:
+        assert claim_round.asked == (1, {"we_a"})
+        assert claim_round.renew == []
 
 
 def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
@@ -337,7 +358,8 @@ def test_stopping_drops_the_waiting_jobs_and_gives_every_lane_back() -> None:
     world.claim()
     world.policy.stop()
     assert [lane.claimed for lane in world.policy.lanes.values()] == [set(), set()]
-    assert world.policy.to_lease() == (0, None)
+    with world.round() as claim_round:
+        assert claim_round.asked == (0, None)
     world.attempt()  # the runners find nothing waiting and end
     assert world.flush() == ["we_a", "we_b"]
     assert world.policy.lanes == {}
@@ -597,5 +619,5 @@ def test_a_timed_look_claims_for_every_held_lane_without_renewing_it() -> None:
     assert world.sent == ["dlv_0000", "dlv_0001"]
     assert world.renewed == []
     world.policy.wake(None)  # listening anew: anything may have changed
-    assert world.policy.to_renew(world.clock, world.now) == ["we_a"]
-    world.policy.claimed()
+    with world.round() as claim_round:
+        assert claim_round.renew == ["we_a"]

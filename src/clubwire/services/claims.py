@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,7 +22,7 @@ from clubwire.services import endpoints as endpoint_service
 from clubwire.services import events as event_service
 from clubwire.storage import database, queue
 from clubwire.storage.models import Club, Delivery
-from clubwire.storage.queue import Lane, Link, Place, Want
+from clubwire.storage.queue import Claimed, LeasedLane, Link, Want
 
 
 def take_lanes(
@@ -34,13 +33,13 @@ def take_lanes(
     lanes: int,
     named: Collection[str] | None = None,
     held: Collection[str] = (),
-) -> list[Lane]:
+) -> list[LeasedLane]:
     """Lease up to ``lanes`` lanes with due deliveries (of the ``named`` endpoints only, if
     given) and renew the ``held`` ones, all until ``until`` under the worker's ``token``;
     the lanes leased (the longest waiting first) or still held. A lane whose endpoint or
     club module went off is given back at once, its waiting deliveries skipped."""
     connection = session.connection()
-    deliveries = queue.of(connection.dialect.name)
+    deliveries = queue.on(connection)
     # The heads to renew, and those a wake-up named, are locked first, in one statement, in
     # the endpoints' order, waiting for the publishes that hold them: a named head is due,
     # and taking it with SKIP LOCKED skipped it while any publish held it, which during a
@@ -59,37 +58,25 @@ def take_lanes(
     return [lane for lane in found if lane.open]
 
 
-class Claimed(NamedTuple):
-    jobs: list[Job]
-    reached: dict[str, Place]  # by endpoint: the place of the last job claimed for its lane
-
-
 def claim(session: Session, now: datetime, token: str, wants: Mapping[str, Want]) -> Claimed:
     """Each wanted lane's due deliveries as its ``Want`` says, oldest first, as jobs under
     the lane's lease, and where each lane's claims have now reached: nothing is written."""
     connection = session.connection()
-    rows = queue.of(connection.dialect.name).jobs(connection, now, wants)
-    jobs = []
-    reached = {}
-    for row in rows:
-        want = wants[row[1]]
-        jobs.append(want.lane.job(row, want.until, token))
-        reached[row[1]] = (row[7], row[0])
-    return Claimed(jobs, reached)
+    return queue.on(connection).jobs(connection, now, wants, token)
 
 
 def give_back(session: Session, endpoint_ids: Sequence[str], token: str, now: datetime) -> None:
     """End the worker's leases of these lanes; their heads say when each is next due (those
     with deliveries still due queue behind the lanes that waited meanwhile)."""
     connection = session.connection()
-    queue.of(connection.dialect.name).give_back(connection, endpoint_ids, token, now)
+    queue.on(connection).give_back(connection, endpoint_ids, token, now)
 
 
 def next_due(session: Session, now: datetime) -> datetime | None:
     """When the earliest lane is due, or a leased one's lease runs out: how long an idle
     worker may sleep."""
     connection = session.connection()
-    return queue.of(connection.dialect.name).next_due(connection, now)
+    return queue.on(connection).next_due(connection, now)
 
 
 def link(sessions: sessionmaker[Session]) -> Link:

@@ -157,7 +157,7 @@ def due_backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
     """How many deliveries of all clubs are due (or in flight), and the oldest due time:
     for operators' metrics; one read of the queue's order (unfinished deliveries only)."""
     connection = session.connection()
-    return queue.of(connection.dialect.name).backlog(connection, now)
+    return queue.on(connection).backlog(connection, now)
 
 
 def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> Delivery:
@@ -177,7 +177,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     delivery.updated_at = now
     session.flush()
     connection = session.connection()
-    queue.of(connection.dialect.name).mark_due(connection, [delivery.endpoint_id], now)
+    queue.on(connection).mark_due(connection, [delivery.endpoint_id], now)
     return delivery
 
 

@@ -148,7 +148,7 @@ def enable_endpoint(
     ).rowcount
     if resent:
         connection = session.connection()
-        queue.of(connection.dialect.name).mark_due(connection, [endpoint.id], now)
+        queue.on(connection).mark_due(connection, [endpoint.id], now)
     return endpoint, resent
 
 
@@ -192,7 +192,7 @@ def skip_waiting(session: Session, which: object, now: datetime) -> int:
     ).all()
     if skipped:
         connection = session.connection()
-        queue.of(connection.dialect.name).refresh(connection, set(skipped))
+        queue.on(connection).refresh(connection, set(skipped))
     return len(skipped)
 
 
@@ -200,7 +200,7 @@ def _tell_workers(session: Session, endpoint: Endpoint) -> None:
     """At commit, a worker holding the endpoint's lane reads it again (a new URL, secret or
     max rate is used from its next claim on)."""
     connection = session.connection()
-    queue.of(connection.dialect.name).changed(connection, [endpoint.id])
+    queue.on(connection).changed(connection, [endpoint.id])
 
 
 def _execute(session: Session, statement: Executable) -> CursorResult[Any]:

@@ -100,7 +100,7 @@ def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: 
     session.execute(insert(tables.deliveries), rows)
     connection = session.connection()
     due = [endpoint.id for endpoint in endpoints if endpoint.enabled]
-    queue.of(connection.dialect.name).mark_due(connection, due, now)
+    queue.on(connection).mark_due(connection, due, now)
 
 
 def _validated(kind: str, data: object) -> BaseModel:

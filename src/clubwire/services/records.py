@@ -48,7 +48,7 @@ def record(
     if not results:
         return
     connection = session.connection()
-    queue.of(connection.dialect.name).record(connection, results, now)
+    queue.on(connection).record(connection, results, now)
     _update_endpoints(session, results, now, mail)
 
 

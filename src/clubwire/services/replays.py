@@ -57,7 +57,7 @@ def replay(
     count = brought.rowcount
     if count:
         connection = session.connection()
-        queue.of(connection.dialect.name).mark_due(connection, [endpoint_id], now)
+        queue.on(connection).mark_due(connection, [endpoint_id], now)
     return Replay(count, max(matching, count))
 
 

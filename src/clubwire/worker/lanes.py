@@ -28,15 +28,16 @@ holds ``rate_seconds`` of attempts and starts them ``1 / rate`` seconds apart.
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from clubwire.domain.jobs import Job, Result
 from clubwire.settings import Settings
-from clubwire.storage.queue import START, Place, Want
-from clubwire.storage.queue import Lane as Leased
+from clubwire.storage.queue import START, Claimed, LeasedLane, Place, Want
 
 BACKLOG_ROUNDS = 4
 DEEP_ROUNDS = 16
@@ -103,7 +104,7 @@ class Lane:
     (``restart``), past the jobs it holds (``unsure``: those claimed before the restart,
     which may lie beyond any place it reaches from there)."""
 
-    leased: Leased
+    leased: LeasedLane
     since: float  # when it was leased
     lease_until: datetime  # when its lease runs out, unless renewed
     queue: deque[Job] = field(default_factory=deque)
@@ -136,9 +137,36 @@ class Lane:
 
 
 Wants = dict[str, Want]  # by endpoint
+Asked = tuple[int, Collection[str] | None]  # lanes to lease, and of which endpoints (None: any)
+# The round's database steps: take and renew leases (now, until, asked, to renew), and
+# claim jobs (now, wants); the worker's run where its link puts them, the tests' in memory.
+LeaseStep = Callable[[datetime, datetime, Asked, list[str]], Awaitable[list[LeasedLane]]]
+ClaimStep = Callable[[datetime, Wants], Awaitable[Claimed]]
+
+
+class Dealt(NamedTuple):
+    """What a claim round did: whether it had anything to do (leases, renewals or a claim),
+    the jobs claimed, and the runners to start (one entry per runner, by endpoint)."""
+
+    worked: bool
+    jobs: list[Job]
+    runners: list[str]
 
 
 class LanePolicy:
+    """The lanes a worker holds and what each does next; the worker (``worker.loop``) calls:
+
+    - ``wake`` when the queue says endpoints may have work due or changed;
+    - ``claim_round`` for each claim round (``ClaimRound``), while ``waiting`` says there is
+      something to lease or claim; idle, it sleeps as ``room_for_lanes``, ``due_now``,
+      ``until_retry`` say;
+    - ``next_job``, ``pace``, ``lease_until``, ``attempted``, ``drop`` and ``runner_ended``
+      from each lane's runners;
+    - ``done``, ``recorded`` and ``given_back`` around each batch it records, and
+      ``until_lingered`` for when to give back a lingering lane;
+    - ``stop`` when it stops, and ``claim_failed`` when a round failed.
+    """
+
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.lanes: dict[str, Lane] = {}
@@ -189,13 +217,22 @@ class LanePolicy:
 
     # -- a claim round ------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def claim_round(self, now: float, wall: datetime) -> Iterator[ClaimRound]:
+        """A claim round beginning at the event loop's time ``now`` (``wall``: the clock's),
+        ended however it ends (no lane counts as being claimed for after)."""
+        try:
+            yield ClaimRound(self, now, wall)
+        finally:
+            self._claimed()
+
     def room_for_lanes(self, room: int | None = None) -> int:
         """How many more lanes the worker may lease (``room``: jobs it may still hold)."""
         room = self._room() if room is None else room
         lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // self._deepest))
         return 0 if room < self._least_refill or self.stopping else max(0, lanes)
 
-    def to_lease(self) -> tuple[int, Collection[str] | None]:
+    def _to_lease(self) -> Asked:
         """How many lanes to lease, and of which endpoints (None: any with due work): one a
         round, so that workers looking at the same moment (all woken by one give-back)
         share the lanes due rather than the first taking them all; the next round leases
@@ -209,7 +246,7 @@ class LanePolicy:
         named, self._named = self._named, set()
         return (lanes, named) if named else (0, None)
 
-    def to_renew(self, now: float, wall: datetime) -> list[str]:
+    def _to_renew(self, now: float, wall: datetime) -> list[str]:
         """Of the held lanes that asked for more and may still, those to renew in this round
         (their endpoints read again): stale ones, and those whose lease is half spent at the
         wall-clock time ``wall``. All of them are claimed for (``wants``) and marked as being
@@ -225,15 +262,15 @@ class LanePolicy:
             del self._wanting[endpoint_id]  # back in ``held``, unless lost
         return renew
 
-    def held(
+    def _held(
         self,
-        leased: list[Leased],
+        leased: list[LeasedLane],
         renewed: list[str],
-        asked: tuple[int, Collection[str] | None],
+        asked: Asked,
         now: float,
         until: datetime,
     ) -> None:
-        """Lanes leased or renewed until ``until``, as ``asked`` (``to_lease``); renewed
+        """Lanes leased or renewed until ``until``, as ``asked`` (``_to_lease``); renewed
         lanes not among them were lost (their leases ran out and another worker took them):
         they claim nothing more. If all the lanes asked for came, more may be due: look
         again (of the named endpoints, those left)."""
@@ -258,7 +295,7 @@ class LanePolicy:
             else:
                 self._named.update(set(named) - got)
 
-    def wants(self) -> Wants:
+    def _wants(self) -> Wants:
         """How many jobs to claim for each lane that wants some, within the worker's depth;
         lanes left without room keep waiting for the next round."""
         room = self._room()
@@ -279,7 +316,7 @@ class LanePolicy:
         self._claiming.update(wants)
         return wants
 
-    def deal(self, jobs: Iterable[Job], reached: Mapping[str, Place], wants: Wants) -> list[str]:
+    def _deal(self, jobs: Iterable[Job], reached: Mapping[str, Place], wants: Wants) -> list[str]:
         """Queue the claimed jobs in their lanes, which go on from where the claim ``reached``
         (unless they restarted meanwhile: then the jobs claimed count as held past anywhere);
         the lanes to start a runner for, one entry per runner (counted as running from now)."""
@@ -302,7 +339,7 @@ class LanePolicy:
             start += [endpoint_id] * self._start(lane)
         return start
 
-    def claimed(self) -> None:
+    def _claimed(self) -> None:
         """The claim round is over (done or failed)."""
         self._claiming.clear()
         self._restarts.clear()
@@ -518,3 +555,31 @@ class LanePolicy:
         if rate is None:
             return refill
         return max(1, min(refill, rate * self.limits.rate_seconds // 2))
+
+
+class ClaimRound:
+    """One claim round, which owns its order. Made by ``LanePolicy.claim_round`` with what it
+    leases (``asked``: how many lanes, of which endpoints) and renews (``renew``) decided;
+    ``run`` has ``lease`` take and renew those, notes the lanes held, has ``claim`` read the
+    jobs of the lanes that want some, and queues them in their lanes."""
+
+    def __init__(self, policy: LanePolicy, now: float, wall: datetime) -> None:
+        self._policy = policy
+        self._wall = wall
+        self.asked = policy._to_lease()
+        self.renew = policy._to_renew(now, wall)
+
+    async def run(self, lease: LeaseStep, claim: ClaimStep, clock: Callable[[], float]) -> Dealt:
+        """Lease and renew, then claim (``clock``: the event loop's time, read after the
+        lease)."""
+        policy = self._policy
+        leased: list[LeasedLane] = []
+        if self.asked[0] or self.renew:
+            until = self._wall + policy.limits.lease
+            leased = await lease(self._wall, until, self.asked, self.renew)
+            policy._held(leased, self.renew, self.asked, clock(), until)
+        wants = policy._wants()
+        if not wants:
+            return Dealt(bool(leased), [], [])
+        claimed = await claim(self._wall, wants)
+        return Dealt(True, claimed.jobs, policy._deal(claimed.jobs, claimed.reached, wants))

@@ -28,8 +28,8 @@ from clubwire.domain.retry import RetrySchedule
 from clubwire.services import claims, notifications, records
 from clubwire.services.attempts import Attempter
 from clubwire.settings import Settings
-from clubwire.storage.queue import Lane as Leased
-from clubwire.worker.lanes import LanePolicy, Limits, Wants
+from clubwire.storage.queue import Claimed, LeasedLane
+from clubwire.worker.lanes import Asked, LanePolicy, Limits, Wants
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,13 @@ RETRY_AFTER_ERROR = 1.0
 
 
 class Worker:
+    """Delivers webhooks until stopped. ``run`` runs, on the running event loop, the claim
+    loop (claim rounds; idle, it sleeps until woken or until work comes due), the lanes'
+    runners (one attempt each at a time) and the record loop (records in batches, then gives
+    lanes back); ``wake`` is what the queue's listener calls when endpoints may have work due
+    or changed. What the lanes do next is ``LanePolicy``'s to decide; the database steps run
+    where the queue's link puts them."""
+
     def __init__(
         self,
         settings: Settings,
@@ -51,7 +58,6 @@ class Worker:
         self._clock = clock
         self._schedule = RetrySchedule(settings.retry_schedule)
         self._mail = notifications.for_settings(settings)
-        self._lease = timedelta(seconds=settings.lease_seconds)
         self._attempt_span = timedelta(seconds=settings.attempt_timeout)
         self._token = ids.new_id("wkr")
         self._link = claims.link(sessions)
@@ -88,35 +94,29 @@ class Worker:
     # -- claim ------------------------------------------------------------------------------
 
     async def _claim_round(self) -> bool:
-        """Lease lanes and claim jobs for the lanes that asked; False when there was
-        nothing to do."""
+        """Lease lanes and claim jobs for the lanes that asked (``LanePolicy.claim_round``);
+        False when there was nothing to do."""
+        loop = asyncio.get_running_loop()
         try:
-            return await self._claim()
+            with self._lanes.claim_round(loop.time(), self._clock()) as claim_round:
+                dealt = await claim_round.run(self._lease_lanes, self._claim_jobs, loop.time)
         except Exception:
             log.exception("claiming due deliveries failed; trying again shortly")
             self._lanes.claim_failed()
             await asyncio.sleep(RETRY_AFTER_ERROR)
             return False
-        finally:
-            self._lanes.claimed()
-
-    async def _claim(self) -> bool:
-        loop = asyncio.get_running_loop()
-        now = self._clock()
-        asked = self._lanes.to_lease()
-        renew = self._lanes.to_renew(loop.time(), now)
-        leased = []
-        if asked[0] or renew:
-            until = now + self._lease
-            leased = await self._link.leasing(self._take_lanes, now, until, asked, renew)
-            self._lanes.held(leased, renew, asked, loop.time(), until)
-        wants = self._lanes.wants()
-        if wants:
-            jobs, reached = await self._link.claiming(self._claim_jobs, now, wants)
-            for endpoint_id in self._lanes.deal(jobs, reached, wants):
-                self._start_runner(endpoint_id)
+        for endpoint_id in dealt.runners:
+            self._start_runner(endpoint_id)
         self._recordable.set()  # a lane that found nothing is done: to give back
-        return bool(leased or wants)
+        return dealt.worked
+
+    async def _lease_lanes(
+        self, now: datetime, until: datetime, asked: Asked, renew: list[str]
+    ) -> list[LeasedLane]:
+        return await self._link.leasing(self._take_lanes, now, until, asked, renew)
+
+    async def _claim_jobs(self, now: datetime, wants: Wants) -> Claimed:
+        return await self._link.claiming(self._read_jobs, now, wants)
 
     # -- attempt ----------------------------------------------------------------------------
 
@@ -256,17 +256,13 @@ class Worker:
     # -- the database, where the link runs it ----------------------------------------------
 
     def _take_lanes(
-        self,
-        now: datetime,
-        until: datetime,
-        asked: tuple[int, Collection[str] | None],
-        renew: list[str],
-    ) -> list[Leased]:
+        self, now: datetime, until: datetime, asked: Asked, renew: list[str]
+    ) -> list[LeasedLane]:
         count, named = asked
         with self._link.sessions.begin() as session:
             return claims.take_lanes(session, now, until, self._token, count, named, renew)
 
-    def _claim_jobs(self, now: datetime, wants: Wants) -> claims.Claimed:
+    def _read_jobs(self, now: datetime, wants: Wants) -> Claimed:
         with self._link.sessions() as session:
             return claims.claim(session, now, self._token, wants)
 

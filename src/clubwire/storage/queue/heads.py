@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -38,7 +39,7 @@ _ENDPOINTS = bindparam("endpoints", type_=String(), expanding=True)
 
 
 @dataclass(frozen=True, slots=True)
-class Lane:
+class LeasedLane:
     """A leased endpoint lane: what every attempt to the endpoint needs, read once per claim
     round (a new URL or secret is used from the next round on), and whether it may be sent
     to at all (the endpoint on, and its club's module)."""
@@ -86,11 +87,18 @@ class Want:
     until ``until``. A lane's claims go on from where the last one ended, so a claim costs
     the same however many jobs the lane holds (ADR 0008)."""
 
-    lane: Lane
+    lane: LeasedLane
     count: int
     until: datetime
     after: Place = START
     held: Collection[str] = ()
+
+
+class Claimed(NamedTuple):
+    """What a claim read: the jobs, and where each lane's claims have now reached."""
+
+    jobs: list[Job]
+    reached: dict[str, Place]  # by endpoint: the place of the last job claimed for its lane
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +176,7 @@ _NEXT_DUE = select(
 ).where(_h.next_due_at.is_not(None))
 
 
-class Queue:
+class Queue(abc.ABC):
     """The queue's operations; each runs in the caller's transaction on ``connection``. The
     subclasses give what their database does its own way, and where it keeps the queue's
     order (``pending``)."""
@@ -189,6 +197,7 @@ class Queue:
         self._refresh = heads.values(next_due_at=earliest)
         self._backlog = select(func.count(), func.min(pending.due_at)).where(pending.due_at <= _NOW)
 
+    @abc.abstractmethod
     def mark_due(
         self, connection: Connection, endpoint_ids: Collection[str], now: datetime
     ) -> None:
@@ -197,19 +206,18 @@ class Queue:
         is written even when already due, so that a worker giving the lane back at the same
         moment waits for this transaction and then sees its deliveries. The heads are
         written in the endpoints' order, so that concurrent publishes lock them in one order."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Tell listening workers, once the transaction commits, that the endpoints may have
         deliveries due."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         """Tell listening workers, once the transaction commits, that the endpoints changed
         (a worker holding one reads it again). Apart from ``wake``: a worker reads a lane's
         endpoint again only when it changed, not at every publish (reading it again renewed
         the lease, which waited for the publishes holding its head: issue 31)."""
-        raise NotImplementedError
 
     def take(
         self,
@@ -249,20 +257,34 @@ class Queue:
         values = {"endpoints": list(endpoint_ids), "token": token, "until": until}
         return list(connection.execute(_RENEW, values).scalars())
 
-    def lanes(self, connection: Connection, endpoint_ids: Collection[str]) -> list[Lane]:
+    def lanes(self, connection: Connection, endpoint_ids: Collection[str]) -> list[LeasedLane]:
         """What attempts to these endpoints need, read once for each lane."""
         if not endpoint_ids:
             return []
         rows = connection.execute(_LANES, {"endpoints": list(endpoint_ids)})
         return [
-            Lane(endpoint_id, club_id, url, sealed, bool(open_), rate)
+            LeasedLane(endpoint_id, club_id, url, sealed, bool(open_), rate)
             for endpoint_id, club_id, url, sealed, open_, rate in rows
         ]
 
-    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
+    def jobs(
+        self, connection: Connection, now: datetime, wants: Mapping[str, Want], token: str
+    ) -> Claimed:
+        """Each wanted lane's due deliveries as its ``Want`` says, oldest first, as jobs under
+        the lane's lease (``token``), and where each lane's claims have now reached: nothing
+        is written."""
+        jobs = []
+        reached = {}
+        for row in self.rows(connection, now, wants):
+            want = wants[row[1]]
+            jobs.append(want.lane.job(row, want.until, token))
+            reached[row[1]] = (row[7], row[0])
+        return Claimed(jobs, reached)
+
+    @abc.abstractmethod
+    def rows(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         """Each wanted endpoint's due deliveries as its ``Want`` says, in the queue's order
         (by endpoint, due time, id); nothing is written."""
-        raise NotImplementedError
 
     def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:
         """Store the attempts and move each delivery as its verdict says, unless another
@@ -301,9 +323,9 @@ class Queue:
         if locked:
             connection.execute(self._refresh, {"endpoints": locked})
 
+    @abc.abstractmethod
     def link(self, sessions: sessionmaker[Session]) -> Link:
         """The worker's way to the queue, on the database of ``sessions``."""
-        raise NotImplementedError
 
     def backlog(self, connection: Connection, now: datetime) -> tuple[int, datetime | None]:
         """How many deliveries of all clubs are due (or in flight), and the oldest due time

@@ -4,6 +4,7 @@ threads of the link's own; PostgreSQL's on the event loop, through asynchronous 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from collections.abc import Callable, Collection
@@ -24,7 +25,7 @@ Wake = Callable[[Collection[str] | None, bool], None]
 Step = Literal["claims", "leases", "records"]
 
 
-class Link:
+class Link(abc.ABC):
     """Claims (reads), leases and records each run where the link puts them, in
     ``sessions``; ``listen`` calls ``wake`` when work may have come."""
 
@@ -43,10 +44,10 @@ class Link:
         """``function``, which records attempts or gives lanes back."""
         return await self._run("records", lambda: function(*args, **kwargs))
 
+    @abc.abstractmethod
     async def listen(self, wake: Wake) -> None:
         """Call ``wake`` with the endpoints that may have deliveries due or changed (None: any
         may have), until cancelled."""
-        raise NotImplementedError
 
     async def keep_listening(self, wake: Wake) -> None:
         """``listen`` until cancelled; each time it fails, log why and listen again after
@@ -61,10 +62,10 @@ class Link:
                 )
             await asyncio.sleep(LISTEN_AGAIN_AFTER)
 
+    @abc.abstractmethod
     async def close(self) -> None:
         """Once the statements under way are done."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _run(self, step: Step, call: Callable[[], T]) -> T:
         """``call``, one of the worker's database steps, where the link runs ``step``."""
-        raise NotImplementedError

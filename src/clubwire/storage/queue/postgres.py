@@ -142,7 +142,7 @@ class PostgresQueue(Queue):
     def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
         _notify(connection, CHANGED_CHANNEL, endpoint_ids)
 
-    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
+    def rows(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         if not wants:
             return []
         document = rows.document(

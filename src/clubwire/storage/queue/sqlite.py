@@ -120,7 +120,7 @@ class SqliteQueue(Queue):
         """Nothing to send: the worker sees the commit itself, and then reads every lane's
         endpoint again (``listen``)."""
 
-    def jobs(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
+    def rows(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         found: list[Row] = []
         for endpoint_id, want in wants.items():
             after_due, after_id = want.after
