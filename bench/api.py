@@ -48,8 +48,9 @@ from typing import NamedTuple
 from pydantic import SecretStr
 
 from clubwire.domain import program_wire, scopes
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
 from clubwire.services import programs as program_service
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports, start

@@ -2,8 +2,8 @@
 
 The delivery benchmark (``bench/delivery.py``) prices the whole worker against a bare
 sender; on a two-core machine its rates move by 20–30 % between identical runs. This one
-isolates the attempt step (``services.attempts.Attempter.attempt``: open the secret, sign,
-send through ``services.outbound.Sender`` with its address checks and capped reading, judge
+isolates the attempt step (``services.delivery.attempts.Attempter.attempt``: open the secret, sign,
+send through ``services.delivery.outbound.Sender`` with its address checks and capped reading, judge
 the verdict, the log line and the metrics) and prices it against a bare aiohttp session
 posting the same body with the same headers (ours and Standard Webhooks'), signed afresh, in
 the same process and event loop (uvloop), to the same receiver (``bench/receiver.py``: TLS,
@@ -40,8 +40,8 @@ from clubwire import logs
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job
 from clubwire.domain.sealing import Sealer
-from clubwire.services.attempts import attempter
-from clubwire.services.outbound import Sender
+from clubwire.services.delivery.attempts import attempter
+from clubwire.services.delivery.outbound import Sender
 from clubwire.settings import Settings
 from harness import exit_status
 from receiver import healthy_roles, start_receiver

@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from clubwire import signing
 from clubwire.domain import event_catalog, standard_signing
-from clubwire.services.attempts import USER_AGENT
+from clubwire.services.delivery.attempts import USER_AGENT
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint, Event
 from measuring import Drain, Expected, drain_of, spent, wait_for

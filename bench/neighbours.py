@@ -93,8 +93,8 @@ from sqlalchemy.orm import Session
 from api import program_records
 from burst import DATABASES, PLATFORM_TOKEN, POSTGRES_URL, publish, serve
 from clubwire.domain import scopes, timestamps
-from clubwire.services import keys
 from clubwire.services import programs as program_service
+from clubwire.services.club_api import keys
 from clubwire.storage.models import Club, Delivery
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports
 from measuring import Arrived, Expected, database_cpu, process_cpu, process_waited, wait_for

@@ -1,7 +1,7 @@
 """How much does publishing an event cost, measured against writing its rows bare?
 
 Every club event the host platform sends (``POST /internal/v1/clubs/{slug}/events``) is one
-call of ``services.events.publish`` in a transaction of its own: it validates the data
+call of ``services.delivery.events.publish`` in a transaction of its own: it validates the data
 against the event catalog, serialises the envelope, stores the event and one delivery per
 subscribed endpoint, and marks each endpoint's queue head due (which wakes the workers).
 This script times that call in the benchmark's process, one event per transaction, against
@@ -47,7 +47,7 @@ from clubwire import ids
 from clubwire.domain import event_catalog, timestamps
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.services import clubs
-from clubwire.services import events as publishing
+from clubwire.services.delivery import events as publishing
 from clubwire.storage import tables
 from delivery import DATABASES, POSTGRES_URL, Runs
 from harness import exit_status

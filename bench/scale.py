@@ -53,7 +53,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from clubwire.domain import timestamps
-from clubwire.services import claims
+from clubwire.services.delivery import claims
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.queue import Want

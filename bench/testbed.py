@@ -35,8 +35,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, timestamps
 from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.services import claims, clubs, endpoints
-from clubwire.services import events as publishing
+from clubwire.services import clubs, endpoints
+from clubwire.services.delivery import claims
+from clubwire.services.delivery import events as publishing
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Club, Endpoint

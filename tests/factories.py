@@ -11,9 +11,10 @@ from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog, program_wire, scopes
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services import programs as program_service
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
 

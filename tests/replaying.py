@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import events
+from clubwire.services.delivery import events
 from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint
 

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import notifications
+from clubwire.services.mail import notifications
 from clubwire.storage.models import Club
 from tests.browser.helpers import granite_with_staff, sign_in
 from tests.browser.live_server import StartServer

@@ -13,7 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import clubs, demo, endpoints, events, keys
+from clubwire.services import clubs, demo, endpoints
+from clubwire.services.club_api import keys
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
 from tests.browser.helpers import assert_fits_a_phone, sign_in

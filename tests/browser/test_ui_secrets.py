@@ -12,7 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import sealing
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Endpoint
 from tests.browser.helpers import screenshot, sign_in

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
 from clubwire.domain.delivery_rules import SWITCHED_OFF_REASON
-from clubwire.services import endpoints, events
+from clubwire.services import endpoints
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Endpoint
 from tests.browser.helpers import sign_in

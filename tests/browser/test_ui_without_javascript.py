@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import events
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
 from tests.browser.helpers import sign_in

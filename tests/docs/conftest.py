@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from clubwire.domain import event_catalog
-from clubwire.services import clubs, endpoints, keys
-from clubwire.services import events as event_service
+from clubwire.services import clubs, endpoints
+from clubwire.services.club_api import keys
+from clubwire.services.delivery import events as event_service
 from clubwire.storage import database, migrate
 from tests.browser import live_server
 from tests.conftest import SECRET_KEY, make_settings

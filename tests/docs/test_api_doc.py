@@ -20,7 +20,8 @@ from starlette.responses import Response
 from clubwire import ids
 from clubwire.domain import base62, key_format, rate_limits
 from clubwire.domain.rate_limits import Policy, Standing, Window
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
+from clubwire.services.club_api import keys
 from clubwire.web import problems, public_api
 from tests.docs import markdown
 from tests.docs.conftest import SLUG, World

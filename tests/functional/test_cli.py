@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, select, update
 from sqlalchemy.orm import Session
 
 from clubwire.domain import timestamps
-from clubwire.services import keys
+from clubwire.services.club_api import keys
 from clubwire.storage import migrate
 from clubwire.storage.models import ApiKey, Club, Program
 from tests.conftest import SECRET_KEY

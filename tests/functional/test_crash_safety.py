@@ -30,7 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import interrupts
 from clubwire.domain import timestamps
-from clubwire.services import endpoints, events
+from clubwire.services import endpoints
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import Delivery, Endpoint, QueueHead

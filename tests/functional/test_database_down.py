@@ -25,7 +25,7 @@ from sqlalchemy import make_url, select
 
 from clubwire import errors
 from clubwire.domain import timestamps
-from clubwire.services import web_sessions
+from clubwire.services.staff import web_sessions
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import User

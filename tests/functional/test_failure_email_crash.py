@@ -13,7 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import timestamps
-from clubwire.services import endpoints, events
+from clubwire.services import endpoints
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import OutboxEmail
 from tests.factories import make_club, registration

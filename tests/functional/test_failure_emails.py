@@ -12,7 +12,9 @@ import orjson
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import endpoints, events, notifications
+from clubwire.services import endpoints
+from clubwire.services.delivery import events
+from clubwire.services.mail import notifications
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Endpoint, Event, OutboxEmail, User
 from clubwire.worker import running

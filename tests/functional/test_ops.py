@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import timestamps
-from clubwire.services import events
+from clubwire.services.delivery import events
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import scopes
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey
 from clubwire.web import conditional

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import ids
 from clubwire.domain import key_format
 from clubwire.services import clubs
-from clubwire.services import keys as key_service
-from clubwire.services.rate_limits import SHARE_EVERY
+from clubwire.services.club_api import keys as key_service
+from clubwire.services.club_api.rate_limits import SHARE_EVERY
 from clubwire.settings import Settings
 from clubwire.web.app import create_app
 from tests import conftest

@@ -13,7 +13,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, signing
-from clubwire.services import events
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint, SecretKeyCheck
 from clubwire.web.app import create_app

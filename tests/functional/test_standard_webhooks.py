@@ -17,7 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import receiving, signing
-from clubwire.services import attempts, deliveries, endpoints, pings
+from clubwire.services import endpoints
+from clubwire.services.delivery import attempts, deliveries, pings
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint
 from clubwire.worker.running import running

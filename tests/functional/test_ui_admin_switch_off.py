@@ -11,7 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import clubs, events
+from clubwire.services import clubs
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, make_key, registration

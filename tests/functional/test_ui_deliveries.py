@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
 from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.services import clubs, events
+from clubwire.services import clubs
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Delivery, Endpoint
 from tests.factories import (

@@ -14,7 +14,8 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import sealing
-from clubwire.services import flashes, retention
+from clubwire.services import retention
+from clubwire.services.staff import flashes
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Endpoint
 from clubwire.storage.models import Flash as FlashRow

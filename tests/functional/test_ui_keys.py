@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey
 from tests.factories import EPOCH, make_club, make_key

@@ -12,7 +12,8 @@ from httpx2 import Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import clubs, events
+from clubwire.services import clubs
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, ClubAdmin, Delivery, Endpoint, WebSession
 from clubwire.web import security

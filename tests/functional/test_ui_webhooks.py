@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import delivery_rules
 from clubwire.domain.sealing import Sealer
-from clubwire.services import clubs, endpoints, events, secret_keys
+from clubwire.services import clubs, endpoints, secret_keys
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import clubs, endpoints, keys
+from clubwire.services import clubs, endpoints
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from tests.factories import make_club, make_endpoint, receiver_settings
 from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, signing
 from clubwire.domain import event_schemas
-from clubwire.services import attempts, endpoints, events, pings
+from clubwire.services import endpoints
+from clubwire.services.delivery import attempts, events, pings
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event, QueueHead
 from clubwire.web.app import create_app

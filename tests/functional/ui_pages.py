@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from httpx2 import Response
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import users
+from clubwire.services.staff import users
 from clubwire.settings import Settings
 from clubwire.web.app import create_app
 from tests.factories import EPOCH, FakeClock

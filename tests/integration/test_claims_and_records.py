@@ -14,7 +14,8 @@ from clubwire import errors
 from clubwire.domain import event_catalog
 from clubwire.domain.jobs import Job, Result, judge
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, deliveries, endpoints, events, records
+from clubwire.services import endpoints
+from clubwire.services.delivery import claims, deliveries, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database, queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint

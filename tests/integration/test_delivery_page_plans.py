@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from clubwire import ids
 from clubwire.domain.delivery_pages import PAGE_SIZE, Filters
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import deliveries
+from clubwire.services.delivery import deliveries
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from clubwire.domain import delivery_pages
 from clubwire.domain.delivery_pages import Cursor, Filters
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import deliveries
-from clubwire.services.deliveries import DeliveryPage
+from clubwire.services.delivery import deliveries
+from clubwire.services.delivery.deliveries import DeliveryPage
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Endpoint
 from tests.factories import EPOCH, make_club, make_endpoint

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.emails import Draft
-from clubwire.services import outbox
+from clubwire.services.mail import outbox
 from clubwire.settings import Settings
 from clubwire.storage.models import OutboxEmail
 from clubwire.worker import mail

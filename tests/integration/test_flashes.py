@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import flashes, users, web_sessions
+from clubwire.services.staff import flashes, users, web_sessions
 from clubwire.settings import Settings
 from tests.factories import EPOCH
 

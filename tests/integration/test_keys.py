@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import key_format, scopes
-from clubwire.services import keys
-from clubwire.services.api_access import ApiAccess, ApiClient, Caller
+from clubwire.services.club_api import keys
+from clubwire.services.club_api.api_access import ApiAccess, ApiClient, Caller
 from clubwire.settings import Settings
 from clubwire.storage import fastpath
 from clubwire.storage.models import ApiKey

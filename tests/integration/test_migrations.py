@@ -14,7 +14,9 @@ from sqlalchemy import Engine, func, inspect, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.services import endpoints, events, keys
+from clubwire.services import endpoints
+from clubwire.services.club_api import keys
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Base, Club, Delivery, QueueHead, on_database

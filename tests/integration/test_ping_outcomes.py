@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.jobs import Job, Result, judge
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, deliveries, events, pings, records
+from clubwire.services.delivery import claims, deliveries, events, pings, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Club
 from tests.factories import EPOCH, make_club, make_endpoint, registration

@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors
 from clubwire.domain import event_catalog
-from clubwire.services import clubs, endpoints, events
+from clubwire.services import clubs, endpoints
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Event
 from tests.factories import EPOCH, make_club, make_endpoint, registration

@@ -27,7 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import errors
 from clubwire.domain.jobs import Result, judge
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, clubs, deliveries, endpoints, events, records
+from clubwire.services import clubs, endpoints
+from clubwire.services.delivery import claims, deliveries, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.rate_limits import WINDOW_SECONDS, Policy
-from clubwire.services.rate_limits import RateCounter
+from clubwire.services.club_api.rate_limits import RateCounter
 from clubwire.storage.models import RateCount
 
 POLICY = Policy("per-key", 10)

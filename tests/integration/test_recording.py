@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.jobs import Result, judge
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, events, records
+from clubwire.services.delivery import claims, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import Attempt, Delivery

@@ -14,7 +14,8 @@ from clubwire import errors
 from clubwire.domain import event_catalog, replay_window
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.replay_window import Replay, Window
-from clubwire.services import clubs, endpoints, replays
+from clubwire.services import clubs, endpoints
+from clubwire.services.delivery import replays
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
 from tests.factories import EPOCH, make_club, make_endpoint

@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.emails import Draft
-from clubwire.services import events, outbox, retention
+from clubwire.services import retention
+from clubwire.services.delivery import events
+from clubwire.services.mail import outbox
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Club, Delivery, Event, OutboxEmail
 from clubwire.worker import retention as worker_retention

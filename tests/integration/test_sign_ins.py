@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import errors
 from clubwire.domain import device_tokens
 from clubwire.domain.device_tokens import Device
-from clubwire.services import retention, sign_ins, users
+from clubwire.services import retention
+from clubwire.services.staff import sign_ins, users
 from clubwire.storage.models import SignInFailure, User
 from tests.factories import EPOCH
 

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from clubwire import errors
-from clubwire.services import users, web_sessions
+from clubwire.services.staff import users, web_sessions
 from tests.factories import EPOCH, make_club
 
 PASSWORD = "correct horse battery staple"

@@ -7,7 +7,7 @@ import pytest
 from starlette.requests import Request
 from starlette.types import Scope
 
-from clubwire.services.web_sessions import SignedIn
+from clubwire.services.staff.web_sessions import SignedIn
 from clubwire.storage.models import User
 from clubwire.web import context
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from clubwire import ids
 from clubwire.domain import base62, key_format
-from clubwire.services import keys
+from clubwire.services.club_api import keys
 from tests.factories import EPOCH
 
 PREFIX = "AbCdEf0123"

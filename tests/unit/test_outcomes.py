@@ -10,7 +10,7 @@ import pytest
 from clubwire.domain import delivery_rules, text
 from clubwire.domain.delivery_rules import Outcome, Status, Trigger
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import outbound, records
+from clubwire.services.delivery import outbound, records
 from clubwire.storage import tables
 from tests.factories import EPOCH
 from tests.functional.outbound.harness import StubResolver
@@ -38,7 +38,7 @@ def test_the_outcome_follows_the_verdict(
     assert delivery_rules.outcome(verdict, ok) is expected
 
 
-# -- the texts of an outcome, safe where they enter (services.outbound) ------------------
+# -- the texts of an outcome, safe where they enter (services.delivery.outbound) ------------------
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from sqlalchemy.orm import sessionmaker
 
 from clubwire.domain import rate_limits
 from clubwire.domain.rate_limits import Policy, Standing, Window
-from clubwire.services.rate_limits import ApiLimits, RateCounter
+from clubwire.services.club_api.rate_limits import ApiLimits, RateCounter
 
 PER_KEY = Policy("per-key", 600)
 PER_CLUB = Policy("per-club", 1800)

@@ -1,5 +1,5 @@
 """Standard Webhooks signatures (``clubwire.domain.standard_signing``), the headers every attempt
-carries (``services.attempts.headers``) and the secrets that key them, checked against the
+carries (``services.delivery.attempts.headers``) and the secrets that key them, checked against the
 specification's published vector, an independent HMAC and the ``standardwebhooks`` package."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from clubwire import ids, signing
 from clubwire.domain import base62, event_catalog, standard_signing, webhook_secrets
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job
-from clubwire.services import attempts
+from clubwire.services.delivery import attempts
 
 # The vector of the Standard Webhooks libraries' own tests (test_sign_function).
 SPEC_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -16,8 +16,9 @@ from clubwire.cli.base import (
 )
 from clubwire.domain import replay_window, timestamps
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import clubs, replays
-from clubwire.services import deliveries as delivery_service
+from clubwire.services import clubs
+from clubwire.services.delivery import deliveries as delivery_service
+from clubwire.services.delivery import replays
 
 
 @cli.group()

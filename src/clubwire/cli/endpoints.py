@@ -19,8 +19,9 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import jobs, rates, timestamps
-from clubwire.services import attempts, clubs, pings
+from clubwire.services import clubs
 from clubwire.services import endpoints as endpoint_service
+from clubwire.services.delivery import attempts, pings
 from clubwire.settings import Settings
 
 EVENT_OPTION = click.option(

@@ -16,7 +16,7 @@ from clubwire.cli.base import (
 from clubwire.cli.clubs import read_json
 from clubwire.domain import event_catalog, timestamps
 from clubwire.services import clubs
-from clubwire.services import events as event_service
+from clubwire.services.delivery import events as event_service
 
 
 @cli.group()

@@ -6,7 +6,8 @@ import click
 
 from clubwire.cli.base import JSON_OPTION, cli, print_json, print_table, settings, text, transaction
 from clubwire.domain import scopes, timestamps
-from clubwire.services import clubs, keys
+from clubwire.services import clubs
+from clubwire.services.club_api import keys
 
 
 @cli.group()

@@ -8,7 +8,7 @@ import click
 
 from clubwire.cli.base import JSON_OPTION, cli, print_json, settings, storable, transaction
 from clubwire.domain import timestamps
-from clubwire.services import users
+from clubwire.services.staff import users
 
 
 @cli.group()

@@ -272,8 +272,8 @@ def check_resolved(host: str, found: Sequence[str]) -> None:
 
     Used when an endpoint is created or edited, to refuse early with a clear message. An empty
     answer (a name that does not resolve yet) passes: every attempt resolves the name again and
-    connects only to the public addresses it found (``services.outbound``), so this check is a
-    courtesy, not the protection.
+    connects only to the public addresses it found (``services.delivery.outbound``), so this
+    check is a courtesy, not the protection.
     """
     if found and not any(is_public_text(text) for text in found):
         listed = ", ".join(dict.fromkeys(found))

@@ -38,7 +38,7 @@ class Job:
 class Result:
     """What one attempt of a job gave, and where it moves the delivery (``verdict``, judged
     once, when the attempt ends); ``error`` and ``excerpt`` already safe to store and show
-    (``services.outbound`` cuts and cleans them where they enter)."""
+    (``services.delivery.outbound`` cuts and cleans them where they enter)."""
 
     job: Job
     started_at: datetime

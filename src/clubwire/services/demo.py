@@ -13,9 +13,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog, program_wire, scopes
-from clubwire.services import clubs, endpoints, keys, users
-from clubwire.services import events as event_service
+from clubwire.services import clubs, endpoints
 from clubwire.services import programs as program_service
+from clubwire.services.club_api import keys
+from clubwire.services.delivery import events as event_service
+from clubwire.services.staff import users
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, Endpoint, Event, User
 

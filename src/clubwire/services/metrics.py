@@ -33,7 +33,7 @@ from prometheus_client.utils import floatToGoString
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import timestamps
-from clubwire.services import deliveries
+from clubwire.services.delivery import deliveries
 
 log = logging.getLogger(__name__)
 

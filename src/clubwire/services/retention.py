@@ -10,8 +10,8 @@ What goes, when older than the period (``CLUBWIRE_RETENTION_DAYS``):
 - emails of the outbox queued before then and sent or given up.
 
 Failed sign-in counts with nothing left in them go too, whatever the period
-(``services.sign_ins``): guessing from many addresses leaves one row per address; and
-flashes too old to be shown (``services.flashes``), left by a browser that never loaded the
+(``services.staff.sign_ins``): guessing from many addresses leaves one row per address; and
+flashes too old to be shown (``services.staff.flashes``), left by a browser that never loaded the
 page after its action.
 
 Each batch is a transaction of its own, so no lock is held for long (SQLite has a single
@@ -29,7 +29,7 @@ from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivery_rules import Status
-from clubwire.services import flashes, sign_ins
+from clubwire.services.staff import flashes, sign_ins
 from clubwire.storage import tables
 from clubwire.storage.models import OutboxEmail
 

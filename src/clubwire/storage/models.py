@@ -177,7 +177,7 @@ class Delivery(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
-    # Read only where asked for (services.deliveries loads the kind with the delivery).
+    # Read only where asked for (services.delivery.deliveries loads the kind with the delivery).
     event: Mapped[Event] = relationship(lazy="raise", viewonly=True)
 
 
@@ -296,8 +296,9 @@ class WebSession(Base):
 
 
 class Flash(Base):
-    """A message for the next page a signed-in browser loads, shown once (``services.flashes``):
-    words our code composed, and a secret to show once, only ever sealed."""
+    """A message for the next page a signed-in browser loads, shown once
+    (``services.staff.flashes``): words our code composed, and a secret to show once, only ever
+    sealed."""
 
     __tablename__ = "flashes"
     __table_args__ = (

@@ -17,9 +17,9 @@ import clubwire
 from clubwire import errors
 from clubwire.domain import timestamps
 from clubwire.services import secret_keys
-from clubwire.services.api_access import ApiAccess
+from clubwire.services.club_api.api_access import ApiAccess
+from clubwire.services.club_api.rate_limits import ApiLimits, RateCounter
 from clubwire.services.metrics import Metrics
-from clubwire.services.rate_limits import ApiLimits, RateCounter
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
 from clubwire.web import (

@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
-from clubwire.services.api_access import ApiAccess
+from clubwire.services.club_api.api_access import ApiAccess
+from clubwire.services.club_api.rate_limits import ApiLimits
 from clubwire.services.metrics import Metrics
-from clubwire.services.rate_limits import ApiLimits
-from clubwire.services.web_sessions import SignedIn
+from clubwire.services.staff.web_sessions import SignedIn
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.web import templating

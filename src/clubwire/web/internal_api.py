@@ -15,9 +15,10 @@ from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import event_catalog, program_wire, replay_window, slugs, text
-from clubwire.services import clubs, replays
-from clubwire.services import events as event_service
+from clubwire.services import clubs
 from clubwire.services import programs as program_service
+from clubwire.services.delivery import events as event_service
+from clubwire.services.delivery import replays
 from clubwire.settings import Settings
 from clubwire.storage import models
 from clubwire.web import bearer, context, openapi, problems

@@ -22,8 +22,8 @@ from starlette.types import Receive, Scope, Send
 from clubwire import errors
 from clubwire.domain import key_format, program_wire, rate_limits, scopes
 from clubwire.domain.rate_limits import Standing
-from clubwire.services import api_access
-from clubwire.services.api_access import ApiAccess, ApiClient, Caller
+from clubwire.services.club_api import api_access
+from clubwire.services.club_api.api_access import ApiAccess, ApiClient, Caller
 from clubwire.settings import Settings
 from clubwire.web import conditional, context, openapi, problems, telemetry
 

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from clubwire import errors
-from clubwire.services import clubs, flashes, web_sessions
+from clubwire.services import clubs
+from clubwire.services.staff import flashes, web_sessions
 from clubwire.web import context, ui_base
 from clubwire.web.ui_base import Posted, Staff
 

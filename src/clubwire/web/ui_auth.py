@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from clubwire import errors
 from clubwire.domain import device_tokens
-from clubwire.services import users, web_sessions
+from clubwire.services.staff import users, web_sessions
 from clubwire.web import context, security, ui_base
 from clubwire.web.ui_base import Posted, Staff
 
@@ -70,7 +70,7 @@ def _start_session(
     request: Request, email: str, password: str
 ) -> tuple[str, str] | errors.ClubwireError:
     """A new session's token and its user's id, or why not. Failures are committed: they
-    count toward the throttle (``services.sign_ins``)."""
+    count toward the throttle (``services.staff.sign_ins``)."""
     address = request.client.host if request.client else "unknown"
     previous = request.cookies.get(security.SESSION_COOKIE)
     now = context.now(request)

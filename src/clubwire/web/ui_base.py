@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from clubwire import errors
 from clubwire.domain import text
-from clubwire.services import flashes, users, web_sessions
+from clubwire.services.staff import flashes, users, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import context, problems, security
 

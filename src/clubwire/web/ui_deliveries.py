@@ -12,7 +12,9 @@ from starlette.responses import Response
 
 from clubwire.domain import delivery_pages, jobs
 from clubwire.domain.delivery_pages import Cursor, Filters
-from clubwire.services import attempts, deliveries, endpoints, flashes, pings, web_sessions
+from clubwire.services import endpoints
+from clubwire.services.delivery import attempts, deliveries, pings
+from clubwire.services.staff import flashes, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import context, security, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff

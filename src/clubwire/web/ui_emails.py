@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire.domain import emails
-from clubwire.services import flashes, notifications
+from clubwire.services.mail import notifications
+from clubwire.services.staff import flashes
 from clubwire.storage.models import Club
 from clubwire.web import context, ui_base
 from clubwire.web.ui_base import Posted

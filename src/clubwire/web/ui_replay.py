@@ -19,7 +19,9 @@ from starlette.responses import Response
 from clubwire import errors
 from clubwire.domain import event_catalog, replay_window
 from clubwire.domain.replay_window import Window
-from clubwire.services import endpoints, flashes, replays, web_sessions
+from clubwire.services import endpoints
+from clubwire.services.delivery import replays
+from clubwire.services.staff import flashes, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import context, ui_base, ui_webhooks
 from clubwire.web.ui_base import Posted, Staff

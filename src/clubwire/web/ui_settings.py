@@ -11,7 +11,8 @@ from starlette.responses import Response
 
 from clubwire import errors
 from clubwire.domain import scopes
-from clubwire.services import flashes, keys, users
+from clubwire.services.club_api import keys
+from clubwire.services.staff import flashes, users
 from clubwire.storage.models import ApiKey, Club
 from clubwire.web import context, ui_base
 from clubwire.web.ui_base import Posted, Staff

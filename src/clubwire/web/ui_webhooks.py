@@ -12,7 +12,9 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire.domain import rates
-from clubwire.services import deliveries, endpoints, flashes, pings
+from clubwire.services import endpoints
+from clubwire.services.delivery import deliveries, pings
+from clubwire.services.staff import flashes
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
 from clubwire.web import context, ui_base, ui_emails

@@ -25,8 +25,9 @@ from clubwire import ids
 from clubwire.domain import timestamps
 from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, notifications, records
-from clubwire.services.attempts import Attempter
+from clubwire.services.delivery import claims, records
+from clubwire.services.delivery.attempts import Attempter
+from clubwire.services.mail import notifications
 from clubwire.settings import Settings
 from clubwire.storage.queue import Claimed, LeasedLane
 from clubwire.worker.lanes import Asked, LanePolicy, Limits, Wants

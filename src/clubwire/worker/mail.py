@@ -1,5 +1,5 @@
 """The worker's email sender: takes the outbox's due emails one at a time
-(``services.outbox``) and hands each to the SMTP server with the standard library's
+(``services.mail.outbox``) and hands each to the SMTP server with the standard library's
 ``smtplib``, on a thread of its own, so a slow or dead mail server holds up nothing but
 the emails (each try is bounded by ``CLUBWIRE_ATTEMPT_TIMEOUT`` per step of the SMTP
 conversation, and its lease, ``CLUBWIRE_LEASE_SECONDS``, covers it)."""
@@ -18,7 +18,8 @@ from email.message import EmailMessage
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import emails, mail_servers
-from clubwire.services import outbound, outbox
+from clubwire.services.delivery import outbound
+from clubwire.services.mail import outbox
 from clubwire.settings import Settings
 from clubwire.worker import stopping
 

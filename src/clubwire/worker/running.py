@@ -10,7 +10,8 @@ from datetime import datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import timestamps
-from clubwire.services import attempts, secret_keys
+from clubwire.services import secret_keys
+from clubwire.services.delivery import attempts
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.worker import loop, mail, retention

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services import events
+from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Club, Delivery
 from clubwire.worker import running

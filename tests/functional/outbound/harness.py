@@ -23,7 +23,7 @@ from typing import Self, TypeVar
 import trustme
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from clubwire.services.outbound import Outcome, Sender
+from clubwire.services.delivery.outbound import Outcome, Sender
 from clubwire.settings import Settings
 from tests.conftest import make_settings
 

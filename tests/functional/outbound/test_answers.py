@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from clubwire.services.outbound import Outcome, Sender
+from clubwire.services.delivery.outbound import Outcome, Sender
 from tests.functional.outbound.harness import (
     BODY,
     DEADLINE,

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import logs
 from clubwire.domain import text
-from clubwire.services import records
+from clubwire.services.delivery import records
 from clubwire.settings import Settings
 from tests import triggers
 from tests.functional.outbound import delivering

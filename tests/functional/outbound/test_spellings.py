@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clubwire.domain import addresses
-from clubwire.services.outbound import Outcome
+from clubwire.services.delivery.outbound import Outcome
 from tests.functional.outbound.harness import Receiver, StubResolver, Tls, answering, post, run
 from tests.functional.outbound.harness import settings_for as settings_in
 from tests.functional.outbound.test_targets import LOCALLY_REACHABLE

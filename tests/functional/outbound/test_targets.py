@@ -15,7 +15,7 @@ import pytest
 from aiohttp.abc import ResolveResult
 
 from clubwire.domain import addresses
-from clubwire.services.outbound import Blocked, Outcome, PublicResolver, Sender
+from clubwire.services.delivery.outbound import Blocked, Outcome, PublicResolver, Sender
 from tests.functional.outbound.harness import (
     BODY,
     HEADERS,

@@ -5,7 +5,7 @@ Revises: 0010
 Create Date: 2026-11-25
 
 Emails are written to ``email_outbox`` in the transaction of the change they tell of and
-sent by a worker (services.outbox). ``club_admins.failure_emails`` is each admin's choice to
+sent by a worker (services.mail.outbox). ``club_admins.failure_emails`` is each admin's choice to
 get them, on by default.
 """
 

@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
 from clubwire.domain.device_tokens import Device
-from clubwire.services import clubs, sign_ins
+from clubwire.services import clubs
+from clubwire.services.staff import sign_ins
 from clubwire.storage.models import Club, ClubAdmin, User
 
 MIN_PASSWORD = 12
@@ -62,7 +63,7 @@ def authenticate(
     device: Device | None = None,
 ) -> User:
     """The user with this email and password, signing in from ``address`` with ``device``
-    (a browser they signed in with before, if any); throttled by ``services.sign_ins``."""
+    (a browser they signed in with before, if any); throttled by ``services.staff.sign_ins``."""
     attempt = sign_ins.Attempt(email.strip().lower(), address, device)
     user = session.scalar(select(User).where(User.email == attempt.email))
     sign_ins.check(session, attempt, user.id if user else None, now)

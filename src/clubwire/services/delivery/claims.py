@@ -19,7 +19,7 @@ from clubwire.domain import event_catalog
 from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.domain.jobs import Job
 from clubwire.services import endpoints as endpoint_service
-from clubwire.services import events as event_service
+from clubwire.services.delivery import events as event_service
 from clubwire.storage import database, queue
 from clubwire.storage.models import Club, Delivery
 from clubwire.storage.queue import Claimed, LeasedLane, Link, Want

@@ -23,7 +23,8 @@ from clubwire.domain import text
 from clubwire.domain.emails import Draft
 from clubwire.storage.models import OutboxEmail
 
-log = logging.getLogger(__name__)
+# Named as before the move into a sub-package: log lines carry the name ("logger").
+log = logging.getLogger("clubwire.services.outbox")
 
 # Seconds to wait after each failed try; after the last, the email is given up (~16 hours).
 RETRY_DELAYS = (30, 60, 300, 900, 1800, 3600, 7200, 14400, 28800)

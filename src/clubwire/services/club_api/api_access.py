@@ -17,8 +17,8 @@ from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import key_format, scopes, timestamps
-from clubwire.services import keys as key_service
 from clubwire.services import programs
+from clubwire.services.club_api import keys as key_service
 from clubwire.storage import fastpath
 
 KEY_IN_URL = (

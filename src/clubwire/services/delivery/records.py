@@ -23,14 +23,15 @@ from clubwire.domain.delivery_rules import Trigger
 from clubwire.domain.jobs import Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.services import endpoints as endpoint_service
-from clubwire.services import notifications
+from clubwire.services.mail import notifications
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Delivery, Endpoint
 
-log = logging.getLogger(__name__)
+# Named as before the move into a sub-package: log lines carry the name ("logger").
+log = logging.getLogger("clubwire.services.records")
 
-# The most of each text an attempt keeps. ``services.outbound`` cuts what receivers answer to
-# these where it enters, so no answer is too long for its column.
+# The most of each text an attempt keeps. ``services.delivery.outbound`` cuts what receivers
+# answer to these where it enters, so no answer is too long for its column.
 ERROR_LIMIT = 200  # the size of attempts.error (String(200) in storage.models)
 EXCERPT_LIMIT = 1000  # characters of the answer's body (attempts.excerpt is Text)
 UNRECORDABLE = "could not record the receiver's answer"

@@ -15,8 +15,8 @@ from clubwire.domain import delivery_rules, event_catalog, jobs, standard_signin
 from clubwire.domain.jobs import Job, Result
 from clubwire.domain.retry import RetrySchedule
 from clubwire.domain.sealing import Sealer
+from clubwire.services.delivery.outbound import Sender
 from clubwire.services.metrics import Metrics
-from clubwire.services.outbound import Sender
 from clubwire.settings import Settings
 
 USER_AGENT = "Service-Webhooks/1.0"

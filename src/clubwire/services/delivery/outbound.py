@@ -42,7 +42,7 @@ import yarl
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from clubwire.domain import addresses, text
-from clubwire.services import records
+from clubwire.services.delivery import records
 from clubwire.settings import Settings
 
 MAX_RESPONSE_BYTES = 64 * 1024

@@ -24,7 +24,8 @@ from clubwire.storage import rate_counts
 
 SHARE_EVERY = 1.0  # seconds
 
-log = logging.getLogger(__name__)
+# Named as before the move into a sub-package: log lines carry the name ("logger").
+log = logging.getLogger("clubwire.services.rate_limits")
 
 
 class RateCounter:

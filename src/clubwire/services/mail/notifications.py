@@ -1,6 +1,6 @@
 """Emails to a club's admins when one of its endpoints fails: once when it reaches
 ``emails.WARN_AT`` dead deliveries in a row, once when it is switched off. Queued in the
-outbox in the transaction that records the dead delivery (``services.records``), to every
+outbox in the transaction that records the dead delivery (``services.delivery.records``), to every
 admin of the club who has not turned them off; nothing at all when email is off.
 
 One email per crossing: the warning goes when a batch of attempts takes the count from
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from clubwire import errors
 from clubwire.domain import delivery_rules, emails
 from clubwire.domain.jobs import Result
-from clubwire.services import outbox
+from clubwire.services.mail import outbox
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, ClubAdmin, Endpoint, User
 

@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain import event_catalog, jobs, timestamps
 from clubwire.domain.delivery_rules import Status
 from clubwire.domain.retry import RetrySchedule
-from clubwire.services import claims, clubs, records, secret_keys
-from clubwire.services.attempts import Attempter
+from clubwire.services import clubs, secret_keys
+from clubwire.services.delivery import claims, records
+from clubwire.services.delivery.attempts import Attempter
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Delivery
 
