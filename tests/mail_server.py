@@ -16,7 +16,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from clubwire.receiving import Authority
-from tests.functional.processes import free_port
+from tests.ports import free_port
 
 Security = Literal["plain", "starttls", "tls"]
 

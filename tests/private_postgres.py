@@ -23,7 +23,7 @@ import pytest
 
 from clubwire.storage import database, migrate
 from tests import conftest
-from tests.functional.processes import free_port
+from tests.ports import free_port
 
 INSTALLS = Path("/usr/lib/postgresql")
 DATABASE = "clubwire"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from typing import Protocol
 import pytest
 
 from clubwire.settings import Settings
+from tests.ports import free_port
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -43,13 +43,6 @@ class StartServer(Protocol):
     """The ``start_server`` fixture: start a server, with more ``CLUBWIRE_*`` if given."""
 
     def __call__(self, *, ca_bundle: Path | None = None, **env: str) -> str: ...
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def environment(

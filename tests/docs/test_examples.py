@@ -21,9 +21,9 @@ import pytest
 from clubwire import receiving, settings, signing
 from clubwire.cli import demo
 from clubwire.domain import event_catalog, standard_signing
-from tests.browser.live_server import free_port
 from tests.docs import markdown
 from tests.docs.conftest import WEBHOOK_PATH, World, require
+from tests.ports import free_port
 
 RUN_TIMEOUT = 60.0
 START_TIMEOUT = 20.0

@@ -15,11 +15,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.browser.live_server import free_port
 from tests.conftest import POSTGRES_URL, REQUIRE_POSTGRES
 from tests.docs import markdown
 from tests.docs.conftest import base_env
 from tests.docs.test_examples import run_shell
+from tests.ports import free_port
 
 DOC = markdown.DOCS / "operations.md"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,9 @@ import pytest
 
 from clubwire.settings import Settings
 from tests.conftest import SECRET_KEY
+from tests.ports import free_port
 
 POLL = 0.05
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def wait_for(url: str, headers: dict[str, str], deadline: float = 20.0) -> bytes:

@@ -21,7 +21,8 @@ from clubwire.storage.models import ApiKey, Club, Program
 from tests.conftest import SECRET_KEY
 from tests.factories import program_data
 from tests.functional.cli_runner import Invoke, ok, one_line_error
-from tests.functional.processes import free_port, wait_for
+from tests.functional.processes import wait_for
+from tests.ports import free_port
 
 
 def test_migrate_reports_the_revision(run: Invoke) -> None:

@@ -37,7 +37,7 @@ from clubwire.storage import database
 from clubwire.storage.models import Delivery, Endpoint, QueueHead
 from tests.conftest import SECRET_KEY, make_settings
 from tests.factories import make_club, registration
-from tests.functional.processes import free_port
+from tests.ports import free_port
 from tests.receiver import Authority, authority, serving
 
 pytestmark = pytest.mark.slow

@@ -35,6 +35,7 @@ from tests import conftest
 from tests.factories import FakeClock, make_club, make_key, program_data, registration
 from tests.functional import processes
 from tests.functional.ui_pages import make_staff
+from tests.ports import free_port
 from tests.private_postgres import Cluster
 
 SLUG = "granite"
@@ -82,7 +83,7 @@ class Served:
 def served(own_postgres: Cluster, tmp_path: Path) -> Iterator[Served]:
     url = own_postgres.url()
     key, cookie = _world(conftest.make_settings(url, tmp_path))
-    port = processes.free_port()
+    port = free_port()
     env = processes.environment(
         tmp_path,
         CLUBWIRE_DATABASE_URL=url,

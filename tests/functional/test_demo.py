@@ -24,7 +24,8 @@ from tests.conftest import make_settings
 from tests.docs.conftest import require
 from tests.functional import ui_pages
 from tests.functional.cli_runner import one_line_error, runner
-from tests.functional.processes import Clubwire, clubwire, environment, free_port, wait_for
+from tests.functional.processes import Clubwire, clubwire, environment, wait_for
+from tests.ports import free_port
 
 READY = "Ctrl-C stops."
 VERIFIED = re.compile(r"^receiver ✓ (\S+) (evt_\w+) (dlv_\w+) verified \((\d+)", re.MULTILINE)

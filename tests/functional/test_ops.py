@@ -4,7 +4,6 @@ own), JSON log lines, ``clubwire prune``."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from tests.functional import processes
 from tests.functional.cli_runner import Invoke, ok, one_line_error
 from tests.functional.ui_pages import browser, make_staff
 from tests.logcapture import Captured, capturing
+from tests.ports import free_port
 from tests.receiver import Authority, Receiver
 
 API = "/clubs/granite/api/v1/programs"
@@ -339,13 +339,6 @@ def _signing_secret(page: str) -> str:
 # ---------------------------------------------------------------------------- the worker
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _fetch(url: str) -> tuple[int, bytes]:
     with urllib.request.urlopen(url, timeout=5) as response:
         return response.status, response.read()
@@ -361,7 +354,7 @@ def test_a_worker_counts_and_logs_attempts_and_serves_its_metrics(
         club = make_club(session)
         endpoint, _ = make_endpoint(session, club, hooks, receiver.url, ("registration.created",))
         event, _ = events.publish(session, club, "registration.created", registration(), EPOCH)
-    served = hooks.model_copy(update={"worker_metrics_port": _free_port()})
+    served = hooks.model_copy(update={"worker_metrics_port": free_port()})
     base = f"http://127.0.0.1:{served.worker_metrics_port}"
     metrics = Metrics()
 
@@ -418,7 +411,7 @@ def _serve(settings: Settings, folder: Path, *args: str, **env: str) -> Iterator
     """A real ``clubwire serve ARGS`` on the test's database, ready; its base URL."""
     with settings_sessions(settings) as sessions, sessions.begin() as session:
         _, key = make_key(session, make_club(session))
-    port = processes.free_port()
+    port = free_port()
     environment = processes.environment(
         folder,
         CLUBWIRE_DATABASE_URL=settings.database_url,
@@ -443,7 +436,7 @@ def settings_sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
 
 def test_serve_keeps_its_metrics_on_the_metrics_port(database_url: str, tmp_path: Path) -> None:
     untokened = conftest.make_settings(database_url, tmp_path)
-    metrics_port = processes.free_port()
+    metrics_port = free_port()
     with _serve(untokened, tmp_path, "--metrics-port", str(metrics_port)) as base:
         own = f"http://127.0.0.1:{metrics_port}"
         status, body = _get(f"{own}/metrics")
@@ -459,7 +452,7 @@ def test_serve_answers_metrics_both_ways_from_its_settings(
     database_url: str, tmp_path: Path
 ) -> None:
     untokened = conftest.make_settings(database_url, tmp_path)
-    metrics_port = processes.free_port()
+    metrics_port = free_port()
     env = {
         "CLUBWIRE_METRICS_TOKEN": METRICS_TOKEN,
         "CLUBWIRE_SERVE_METRICS_PORT": str(metrics_port),
@@ -477,7 +470,7 @@ def test_a_short_metrics_token_stops_serve_with_one_line(
     run: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLUBWIRE_METRICS_TOKEN", "too-short")
-    error = one_line_error(run("serve", "--port", str(processes.free_port())))
+    error = one_line_error(run("serve", "--port", str(free_port())))
     assert "CLUBWIRE_METRICS_TOKEN" in error
     assert "at least 16 characters" in error
     assert "too-short" not in error

@@ -24,13 +24,14 @@ from clubwire.storage import database
 from clubwire.storage.models import Delivery
 from tests.conftest import PLATFORM_TOKEN, make_settings
 from tests.factories import make_club, registration
-from tests.functional.processes import free_port, wait_for
+from tests.functional.processes import wait_for
 from tests.functional.test_crash_safety import (
     PATIENT,
     Workers,
     count_settled,
     worker_environment,
 )
+from tests.ports import free_port
 from tests.receiver import authority, serving
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,8 @@ import pytest
 from clubwire import errors, receiving, signing
 from tests.conftest import SECRET_KEY
 from tests.functional.cli_runner import Invoke, ok, one_line_error
-from tests.functional.processes import Clubwire, clubwire, environment, free_port
+from tests.functional.processes import Clubwire, clubwire, environment
+from tests.ports import free_port
 
 READY = "Ctrl-C stops."
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

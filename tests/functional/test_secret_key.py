@@ -20,7 +20,8 @@ from clubwire.web.app import create_app
 from tests.conftest import SECRET_KEY
 from tests.factories import EPOCH, make_club, make_endpoint, registration
 from tests.functional.cli_runner import Invoke, ok, one_line_error
-from tests.functional.processes import clubwire, environment, free_port
+from tests.functional.processes import clubwire, environment
+from tests.ports import free_port
 from tests.receiver import Authority, Receiver
 
 NEW_KEY = "the-new-secret-key-0123456789abcdefghijklmn"

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 
 from clubwire.storage import database
 from tests import conftest
-from tests.functional.processes import free_port
+from tests.ports import free_port
 
 DRIVER_ERRORS = (sqlite3.Error, psycopg.Error, sqlalchemy.exc.SQLAlchemyError)
 

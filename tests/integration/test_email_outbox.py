@@ -18,8 +18,8 @@ from clubwire.settings import Settings
 from clubwire.storage.models import OutboxEmail
 from clubwire.worker import mail
 from tests.factories import EPOCH, FakeClock, make_club
-from tests.functional.processes import free_port
 from tests.mail_server import Mailbox, Security, smtp_server
+from tests.ports import free_port
 from tests.receiver import Authority, authority
 
 LEASE = timedelta(seconds=60)

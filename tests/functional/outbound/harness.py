@@ -273,13 +273,6 @@ def ipv6_available() -> bool:
     return True
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 @contextlib.contextmanager
 def within(seconds: float) -> Iterator[None]:
     started = time.monotonic()

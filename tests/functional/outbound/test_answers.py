@@ -19,7 +19,6 @@ from tests.functional.outbound.harness import (
     Receiver,
     Tls,
     answering,
-    closed_port,
     closing_mid_body,
     endless,
     garbage,
@@ -34,6 +33,7 @@ from tests.functional.outbound.harness import (
     trickling,
     within,
 )
+from tests.ports import free_port
 
 # -- success -----------------------------------------------------------------------------
 
@@ -182,7 +182,7 @@ def test_a_close_mid_body_is_an_incomplete_body(tmp_path: Path, tls: Tls) -> Non
 
 
 def test_a_closed_port_is_connection_refused(tmp_path: Path, tls: Tls) -> None:
-    outcome = run(post(settings_for(tmp_path, tls), f"https://127.0.0.1:{closed_port()}/"))
+    outcome = run(post(settings_for(tmp_path, tls), f"https://127.0.0.1:{free_port()}/"))
 
     assert (outcome.status, outcome.error) == (None, "connection refused")
 
