@@ -1,7 +1,7 @@
 """What the webhook client makes of an answer: success, deadlines, bodies, breaks, TLS, the URL.
 
 Every receiver is started inside the test on a free port. Attempts use
-``attempt_timeout=1.0`` (``DEADLINE``) and ``connect_timeout=0.5``.
+``attempt_timeout=1.0`` (``DEADLINE``), which connecting may take all of.
 """
 
 from __future__ import annotations
