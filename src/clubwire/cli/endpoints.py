@@ -18,7 +18,7 @@ from clubwire.cli.base import (
     text,
     transaction,
 )
-from clubwire.domain import jobs, rates, timestamps
+from clubwire.domain import jobs, max_rates, timestamps
 from clubwire.services import clubs
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services.delivery import attempts, pings
@@ -29,14 +29,14 @@ EVENT_OPTION = click.option(
 )
 
 
-class MaxRate(click.ParamType[rates.MaxRate, str]):
+class MaxRate(click.ParamType[max_rates.MaxRate, str]):
     """A max rate on the command line: a number of deliveries per second, or ``none``."""
 
     name = "max rate"
 
     def convert(
         self, value: str, param: click.Parameter | None, ctx: click.Context | None
-    ) -> rates.MaxRate:
+    ) -> max_rates.MaxRate:
         try:
             return endpoint_service.read_max_rate(value)
         except errors.InvalidInput as exc:
@@ -48,8 +48,8 @@ MAX_RATE_OPTION = click.option(
     type=MaxRate(),
     default=None,
     metavar="N|none",
-    help=f"At most N deliveries per second, {rates.LOWEST} to {rates.HIGHEST}; none: no limit "
-    "(an endpoint starts without one).",
+    help=f"At most N deliveries per second, {max_rates.LOWEST} to {max_rates.HIGHEST}; none: "
+    "no limit (an endpoint starts without one).",
 )
 
 
@@ -65,7 +65,7 @@ def endpoint() -> None:
 @MAX_RATE_OPTION
 @JSON_OPTION
 def endpoint_create(
-    slug: str, url: str, kinds: tuple[str, ...], max_rate: rates.MaxRate | None, as_json: bool
+    slug: str, url: str, kinds: tuple[str, ...], max_rate: max_rates.MaxRate | None, as_json: bool
 ) -> None:
     """Register an https URL for the events given; prints its id and signing secret (once)."""
     current = settings()
@@ -133,7 +133,7 @@ def endpoint_update(
     endpoint_id: str,
     url: str | None,
     kinds: tuple[str, ...],
-    max_rate: rates.MaxRate | None,
+    max_rate: max_rates.MaxRate | None,
     as_json: bool,
 ) -> None:
     """Change an endpoint's URL, its events (--event replaces the whole list) and/or its max
