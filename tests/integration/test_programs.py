@@ -25,12 +25,12 @@ def _listing(session: Session, club_id: str) -> list[dict[str, object]]:
 
 def test_put_program_reports_created_updated_unchanged(session: Session) -> None:
     club = make_club(session)
-    outcomes = [
+    upserts = [
         program_service.put_program(session, club, "p1", _data(), EPOCH)[1],
         program_service.put_program(session, club, "p1", _data(), EPOCH)[1],
         program_service.put_program(session, club, "p1", _data(capacity=50), EPOCH)[1],
     ]
-    assert outcomes == ["created", "unchanged", "updated"]
+    assert upserts == ["created", "unchanged", "updated"]
 
 
 def test_only_real_changes_bump_the_listing_version(session: Session) -> None:

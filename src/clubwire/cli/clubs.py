@@ -110,13 +110,13 @@ def program_import(slug: str, file: str, as_json: bool) -> None:
         counts = program_service.import_programs(
             session, clubs.get_club(session, slug), records, timestamps.utc_now()
         )
-    summary = {outcome.value: counts[outcome] for outcome in program_service.Outcome}
+    summary = {upserted.value: counts[upserted] for upserted in program_service.Upserted}
     if as_json:
         print_json(summary)
     else:
         click.echo(
             f"Imported {len(records)} programs into {slug}: "
-            + ", ".join(f"{n} {outcome}" for outcome, n in summary.items())
+            + ", ".join(f"{n} {upserted}" for upserted, n in summary.items())
             + "."
         )
 

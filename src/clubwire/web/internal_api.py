@@ -234,8 +234,8 @@ def put_program(
     response: Response,
 ) -> ProgramOut:
     now = context.now(request)
-    program, outcome = context.transact(request, _put_program, slug, program_id, body, now)
-    response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
+    program, upserted = context.transact(request, _put_program, slug, program_id, body, now)
+    response.status_code = 201 if upserted is program_service.Upserted.CREATED else 200
     return ProgramOut.of(program)
 
 
@@ -322,7 +322,7 @@ def _published(
 
 def _put_program(
     session: Session, slug: str, program_id: str, body: program_wire.ProgramData, now: datetime
-) -> tuple[models.Program, program_service.Outcome]:
+) -> tuple[models.Program, program_service.Upserted]:
     club = clubs.get_club(session, slug)
     return program_service.put_program(session, club, program_id, body, now)
 

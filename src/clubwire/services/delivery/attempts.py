@@ -59,18 +59,18 @@ class Attempter:
     async def attempt(self, job: Job) -> Result:
         started = self._clock()
         secret = self._open(job.secret_sealed)
-        outcome = await self._sender.post(
+        answer = await self._sender.post(
             job.url, job.body, headers(job, secret, int(started.timestamp()))
         )
         result = Result(
             job=job,
             started_at=started,
-            ok=outcome.ok,
-            response_code=outcome.status,
-            error=outcome.error,
-            duration_ms=outcome.duration_ms,
-            excerpt=outcome.excerpt,
-            verdict=jobs.judge(job, outcome.ok, self._clock(), self._schedule, random.random()),
+            ok=answer.ok,
+            response_code=answer.status,
+            error=answer.error,
+            duration_ms=answer.duration_ms,
+            excerpt=answer.excerpt,
+            verdict=jobs.judge(job, answer.ok, self._clock(), self._schedule, random.random()),
         )
         self._tell(result)
         return result
