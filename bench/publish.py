@@ -45,7 +45,7 @@ from sqlalchemy import delete, insert
 
 from clubwire import ids
 from clubwire.domain import event_catalog, timestamps
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs
 from clubwire.services.delivery import events as publishing
 from clubwire.storage import tables

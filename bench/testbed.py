@@ -34,7 +34,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, timestamps
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import claims
 from clubwire.services.delivery import events as publishing

@@ -15,7 +15,7 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import replay_window, timestamps
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.services.delivery import deliveries as delivery_service
 from clubwire.services.delivery import replays

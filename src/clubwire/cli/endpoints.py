@@ -18,7 +18,7 @@ from clubwire.cli.base import (
     text,
     transaction,
 )
-from clubwire.domain import jobs, max_rates, timestamps
+from clubwire.domain import delivering, max_rates, timestamps
 from clubwire.services import clubs
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services.delivery import attempts, pings
@@ -230,19 +230,19 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
     if as_json:
         print_json(describe_result(result))
     else:
-        click.echo(jobs.plain(result))
+        click.echo(delivering.plain(result))
     if not result.ok:
         raise SystemExit(1)
 
 
 async def _send_test(
     current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
-) -> jobs.Result:
+) -> delivering.Result:
     async with attempts.attempter(current) as sends:
         return await pings.send_test(current, sessions, sends, club_id, endpoint_id)
 
 
-def describe_result(result: jobs.Result) -> dict[str, object]:
+def describe_result(result: delivering.Result) -> dict[str, object]:
     return {
         "deliveryId": result.job.delivery_id,
         "ok": result.ok,

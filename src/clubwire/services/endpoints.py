@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
 from clubwire.domain import addresses, event_catalog, max_rates, timestamps, webhook_secrets
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
 from clubwire.storage import queue

@@ -8,7 +8,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from clubwire.domain import delivery_rules, event_catalog, max_rates, scopes, timestamps
+from clubwire.domain import delivering, event_catalog, max_rates, scopes, timestamps
 
 
 def human_time(moment: datetime) -> str:
@@ -33,9 +33,9 @@ def environment() -> jinja2.Environment:
         SCOPES=scopes.ALL,
         EVENTS=event_catalog.SUBSCRIBABLE,
         EVENTS_FOR_STAFF=event_catalog.FOR_STAFF,
-        DEAD_LIMIT=delivery_rules.DEAD_IN_A_ROW_LIMIT,
+        DEAD_LIMIT=delivering.DEAD_IN_A_ROW_LIMIT,
         RATES=(max_rates.LOWEST, max_rates.HIGHEST),
-        retryable=delivery_rules.retryable,
+        retryable=delivering.retryable,
     )
     return env
 

@@ -11,9 +11,8 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from clubwire import logs, signing
-from clubwire.domain import delivery_rules, event_catalog, jobs, standard_signing, timestamps
-from clubwire.domain.jobs import Job, Result
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain import delivering, event_catalog, standard_signing, timestamps
+from clubwire.domain.delivering import Job, Result, RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.delivery.outbound import Sender
 from clubwire.services.metrics import Metrics
@@ -62,6 +61,7 @@ class Attempter:
         answer = await self._sender.post(
             job.url, job.body, headers(job, secret, int(started.timestamp()))
         )
+        verdict = delivering.judge(job, answer.ok, self._clock(), self._schedule, random.random())
         result = Result(
             job=job,
             started_at=started,
@@ -70,7 +70,7 @@ class Attempter:
             error=answer.error,
             duration_ms=answer.duration_ms,
             excerpt=answer.excerpt,
-            verdict=jobs.judge(job, answer.ok, self._clock(), self._schedule, random.random()),
+            verdict=verdict,
         )
         self._tell(result)
         return result
@@ -78,7 +78,7 @@ class Attempter:
     def _tell(self, result: Result) -> None:
         """The attempt's log line and metrics."""
         job = result.job
-        outcome = delivery_rules.outcome(result.verdict, result.ok)
+        outcome = delivering.outcome(result.verdict, result.ok)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
         if not logs.enabled():
             return

@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, ids
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.domain.jobs import Job
+from clubwire.domain.delivering import Job, Status, Trigger
 from clubwire.services import endpoints as endpoint_service
 from clubwire.services.delivery import events as event_service
 from clubwire.storage import database, queue
