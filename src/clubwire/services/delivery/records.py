@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import delivering
 from clubwire.domain.delivering import Result, RetrySchedule, Trigger
-from clubwire.services import endpoints as endpoint_service
+from clubwire.services import endpoints
 from clubwire.services.mail import notifications
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Delivery, Endpoint
@@ -230,5 +230,5 @@ def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) ->
         execution_options={"synchronize_session": False},
     ).all()
     if switched:
-        endpoint_service.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
+        endpoints.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
     return switched
