@@ -48,8 +48,7 @@ from typing import NamedTuple
 from pydantic import SecretStr
 
 from clubwire.domain import program_wire, scopes
-from clubwire.services import clubs
-from clubwire.services import programs as program_service
+from clubwire.services import clubs, programs
 from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
@@ -272,7 +271,7 @@ def seed(database_url: str, home: Path, secret_key: str) -> str:
         with database.sessions(engine).begin() as session:
             club = clubs.create_club(session, SLUG, CLUB_NAME, now)
             clubs.set_webhooks_module(session, SLUG, True, now)
-            program_service.import_programs(session, club, program_records(), now)
+            programs.import_programs(session, club, program_records(), now)
             _, key = keys.create_key(session, club, [scopes.READ_PROGRAMS], "bench", now)
     finally:
         engine.dispose()
@@ -538,9 +537,9 @@ def serve_both(
 
 
 def labels_for(answer: Answer, database: str) -> dict[str, str]:
-    programs = program_count(answer.body)
+    count = program_count(answer.body)
     return {
-        "clubwire": f"GET /api/v1/programs ({programs} programs, {database}, "
+        "clubwire": f"GET /api/v1/programs ({count} programs, {database}, "
         "key verified per request):",
         "bare": f"FastAPI route returning the same {len(answer.body):,} bytes from memory:",
         "304": f"the same with If-None-Match: {answer.etag} (304, no body):",

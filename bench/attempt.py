@@ -37,8 +37,7 @@ import uvloop
 
 import bare_sender
 from clubwire import logs
-from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.domain.jobs import Job
+from clubwire.domain.delivering import Job, Status, Trigger
 from clubwire.domain.sealing import Sealer
 from clubwire.services.delivery.attempts import attempter
 from clubwire.services.delivery.outbound import Sender

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select, text
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.storage.models import Delivery
 from harness import Process

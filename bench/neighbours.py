@@ -93,7 +93,7 @@ from sqlalchemy.orm import Session
 from api import program_records
 from burst import DATABASES, PLATFORM_TOKEN, POSTGRES_URL, publish, serve
 from clubwire.domain import scopes, timestamps
-from clubwire.services import programs as program_service
+from clubwire.services import programs
 from clubwire.services.club_api import keys
 from clubwire.storage.models import Club, Delivery
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports
@@ -187,7 +187,7 @@ def seed_clubs(bed: Bed, receiver: Receiver) -> Tenants:
 def reading_club(session: Session, slug: str, now: datetime) -> Club:
     """A club with its module on and 50 public programs to read."""
     club = new_club(session, slug)
-    program_service.import_programs(session, club, program_records(), now)
+    programs.import_programs(session, club, program_records(), now)
     return club
 
 

@@ -45,9 +45,9 @@ from sqlalchemy import delete, insert
 
 from clubwire import ids
 from clubwire.domain import event_catalog, timestamps
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs
-from clubwire.services.delivery import events as publishing
+from clubwire.services.delivery import events
 from clubwire.storage import tables
 from delivery import DATABASES, POSTGRES_URL, Runs
 from harness import exit_status
@@ -95,14 +95,14 @@ class Round:
 
 
 def timed(
-    bed: Bed, club_id: str, since: datetime, publish_all: Callable[[], None], events: int
+    bed: Bed, club_id: str, since: datetime, publish_all: Callable[[], None], count: int
 ) -> Round:
     """Time ``publish_all``, then delete the club's events and deliveries made ``since``:
     every round meets the same tables (else each would meet the rows of all rounds before it,
     and run a little slower than the last)."""
     start, cpu = time.perf_counter(), time.process_time()
     publish_all()
-    spent = Round(time.perf_counter() - start, time.process_time() - cpu, events)
+    spent = Round(time.perf_counter() - start, time.process_time() - cpu, count)
     with bed.sessions.begin() as session:
         for table in (tables.deliveries, tables.events):  # deliveries first: they refer
             mine = (table.c.club_id == club_id) & (table.c.created_at >= since)
@@ -118,7 +118,7 @@ def ours(bed: Bed, club_id: str, samples: Samples) -> Round:
         for kind, data in samples:
             with bed.sessions.begin() as session:
                 club = clubs.get_club_by_id(session, club_id)
-                publishing.publish(session, club, kind, data, timestamps.utc_now())
+                events.publish(session, club, kind, data, timestamps.utc_now())
 
     return timed(bed, club_id, since, publish_all, len(samples))
 

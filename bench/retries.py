@@ -59,8 +59,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, func, select, text
 
-from clubwire.domain.delivery_rules import DEAD_IN_A_ROW_LIMIT, Status
-from clubwire.domain.retry import SPREAD
+from clubwire.domain.delivering import DEAD_IN_A_ROW_LIMIT, SPREAD, Status
 from clubwire.storage.models import Attempt, Delivery
 from clubwire.storage.types import UTCDateTime
 from harness import BenchError, Process, exit_status

@@ -34,10 +34,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, timestamps
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs, endpoints
-from clubwire.services.delivery import claims
-from clubwire.services.delivery import events as publishing
+from clubwire.services.delivery import claims, events
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
 from clubwire.storage.models import Club, Endpoint
@@ -230,7 +229,7 @@ def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> N
 
 def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> str:
     now = timestamps.utc_now()
-    event, _ = publishing.publish(session, club, kind, event_catalog.sample(kind, now, rng), now)
+    event, _ = events.publish(session, club, kind, event_catalog.sample(kind, now, rng), now)
     return event.id
 
 
@@ -302,7 +301,7 @@ def bulk_deliveries(
     now = timestamps.utc_now()
     with bed.sessions.begin() as session:
         club, ping = clubs.get_club_by_id(session, targets[0].club_id), event_catalog.PING
-        event_id = publishing.record_event(
+        event_id = events.record_event(
             session, club, ping, event_catalog.validate(ping, event_catalog.sample(ping, now)), now
         ).id
         values = ", ".join(f"({k}, :club_{k}, :endpoint_{k})" for k in range(len(targets)))

@@ -11,9 +11,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog, program_wire, scopes
-from clubwire.services import clubs
-from clubwire.services import endpoints as endpoint_service
-from clubwire.services import programs as program_service
+from clubwire.services import clubs, endpoints, programs
 from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
@@ -63,7 +61,7 @@ def make_program(
     session: Session, club: Club, program_id: str = "prg_1", **overrides: Any
 ) -> Program:
     record = program_wire.ProgramData.model_validate(program_data(**overrides))
-    program, _ = program_service.put_program(session, club, program_id, record, EPOCH)
+    program, _ = programs.put_program(session, club, program_id, record, EPOCH)
     return program
 
 
@@ -92,9 +90,7 @@ def make_endpoint(
     url: str = "https://127.0.0.1:9/hooks",
     kinds: tuple[str, ...] = ("registration.created", "payment.completed"),
 ) -> tuple[Endpoint, str]:
-    return endpoint_service.create_endpoint(
-        session, club, url, kinds, EPOCH, receiver_settings(settings)
-    )
+    return endpoints.create_endpoint(session, club, url, kinds, EPOCH, receiver_settings(settings))
 
 
 def registration(**overrides: Any) -> dict[str, Any]:

@@ -12,8 +12,7 @@ from datetime import datetime
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.domain.jobs import Result
+from clubwire.domain.delivering import Result, Status, Trigger
 from clubwire.storage.queue import LeasedLane, Link, Queue, Row, Want
 
 

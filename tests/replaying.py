@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services.delivery import events
 from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint

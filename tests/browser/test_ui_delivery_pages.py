@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.settings import Settings
 from tests.browser.helpers import assert_fits_a_phone, sign_in
 from tests.browser.live_server import StartServer

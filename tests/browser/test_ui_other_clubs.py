@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint

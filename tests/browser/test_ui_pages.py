@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs, demo, endpoints
 from clubwire.services.club_api import keys
 from clubwire.services.delivery import events

@@ -13,7 +13,7 @@ from playwright.sync_api import Locator, Page, expect
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs, demo, endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Delivery, Endpoint

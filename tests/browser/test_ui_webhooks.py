@@ -16,7 +16,7 @@ from playwright.sync_api import Locator, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
-from clubwire.domain.delivery_rules import SWITCHED_OFF_REASON
+from clubwire.domain.delivering import SWITCHED_OFF_REASON
 from clubwire.services import endpoints
 from clubwire.services.delivery import events
 from clubwire.settings import Settings

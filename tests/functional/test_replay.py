@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs, endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs
 from clubwire.services.delivery import events
 from clubwire.settings import Settings

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.settings import Settings
 from tests.factories import EPOCH, FakeClock, make_club, make_endpoint

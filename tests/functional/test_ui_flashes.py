@@ -17,8 +17,8 @@ from clubwire.domain import sealing
 from clubwire.services import retention
 from clubwire.services.staff import flashes
 from clubwire.settings import Settings
+from clubwire.storage import models
 from clubwire.storage.models import ApiKey, Endpoint
-from clubwire.storage.models import Flash as FlashRow
 from tests.factories import EPOCH, FakeClock, make_club, make_endpoint, make_key, receiver_settings
 from tests.functional.ui_pages import Browser, browser, make_staff
 from tests.replaying import make_delivery
@@ -195,6 +195,6 @@ def test_signing_out_deletes_the_sessions_flashes(
     web.get(KEYS)
     web.post(KEYS, {"name": "Web", "scope": ["read:programs"]})
     with sessions() as session:
-        assert session.scalars(select(FlashRow.kind)).all() == ["key-created"]
+        assert session.scalars(select(models.Flash.kind)).all() == ["key-created"]
     assert web.post("/sign-out").status_code == 303
     assert _raw_rows(sessions) == ""

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import delivery_rules
+from clubwire.domain import delivering
 from clubwire.domain.sealing import Sealer
 from clubwire.services import clubs, endpoints, secret_keys
 from clubwire.services.delivery import events
@@ -246,7 +246,7 @@ def _switched_off_with_skipped(sessions: sessionmaker[Session], endpoint_id: str
     with sessions.begin() as session:
         club = clubs.get_club(session, "granite")
         endpoints.disable_endpoint(
-            session, club.id, endpoint_id, EPOCH, delivery_rules.SWITCHED_OFF_REASON
+            session, club.id, endpoint_id, EPOCH, delivering.SWITCHED_OFF_REASON
         )
         session.get_one(Endpoint, endpoint_id).dead_in_a_row = 5
         for _ in range(2):

@@ -12,8 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import event_catalog
-from clubwire.domain.jobs import Job, Result, judge
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain.delivering import Job, Result, RetrySchedule, judge
 from clubwire.services import endpoints
 from clubwire.services.delivery import claims, deliveries, events, records
 from clubwire.settings import Settings

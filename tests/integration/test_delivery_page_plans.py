@@ -26,8 +26,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from clubwire import ids
+from clubwire.domain.delivering import Status
 from clubwire.domain.delivery_pages import PAGE_SIZE, Filters
-from clubwire.domain.delivery_rules import Status
 from clubwire.services.delivery import deliveries
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint

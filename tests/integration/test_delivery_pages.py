@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy.orm import Session
 
 from clubwire.domain import delivery_pages
+from clubwire.domain.delivering import Status
 from clubwire.domain.delivery_pages import Cursor, Filters
-from clubwire.domain.delivery_rules import Status
 from clubwire.services.delivery import deliveries
 from clubwire.services.delivery.deliveries import DeliveryPage
 from clubwire.settings import Settings

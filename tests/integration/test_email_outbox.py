@@ -1,4 +1,4 @@
-"""The email outbox and its sender against a real SMTP server on loopback: retried with
+"""The email outbox and its mailer against a real SMTP server on loopback: retried with
 backoff while the server is down, sent once when it is back, leased so that no two takers
 send one email together, given up after the last try; STARTTLS, TLS and a login."""
 
@@ -55,22 +55,22 @@ def test_while_the_server_is_down_the_email_waits_and_is_sent_once_when_it_is_ba
 ) -> None:
     port = free_port()
     clock = FakeClock()
-    sender = mail.sender_for(_mailing(settings, f"smtp://127.0.0.1:{port}"), sessions, clock)
-    assert sender is not None
+    mailer = mail.mailer_for(_mailing(settings, f"smtp://127.0.0.1:{port}"), sessions, clock)
+    assert mailer is not None
     _queue(sessions)
-    assert sender.send_next() is False
+    assert mailer.send_next() is False
     waiting = _row(sessions)
     assert (waiting.attempts, waiting.sent_at) == (1, None)
     assert waiting.next_attempt_at == EPOCH + timedelta(seconds=outbox.RETRY_DELAYS[0])
     assert "ConnectionRefusedError" in (waiting.last_error or "")
     mailbox = Mailbox()
     with smtp_server(mailbox, port):
-        assert sender.send_next() is False  # not due yet
+        assert mailer.send_next() is False  # not due yet
         clock.advance(seconds=outbox.RETRY_DELAYS[0])
-        assert sender.send_next() is True
+        assert mailer.send_next() is True
         sent_at = clock.now
         clock.advance(hours=1)
-        assert sender.send_next() is False
+        assert mailer.send_next() is False
     (message,) = mailbox.messages
     assert message["Subject"] == DRAFT.subject
     sent = _row(sessions)
@@ -114,13 +114,13 @@ def test_an_email_is_given_up_after_the_last_try(
 ) -> None:
     clock = FakeClock()
     settings = _mailing(settings, f"smtp://127.0.0.1:{free_port()}")
-    sender = mail.sender_for(settings, sessions, clock)
-    assert sender is not None
+    mailer = mail.mailer_for(settings, sessions, clock)
+    assert mailer is not None
     _queue(sessions)
     for delay in outbox.RETRY_DELAYS:
-        assert sender.send_next() is False
+        assert mailer.send_next() is False
         clock.advance(seconds=delay)
-    assert sender.send_next() is False
+    assert mailer.send_next() is False
     given_up = _row(sessions)
     assert given_up.attempts == len(outbox.RETRY_DELAYS) + 1
     assert (given_up.next_attempt_at, given_up.sent_at) == (None, None)
@@ -140,10 +140,10 @@ def test_starttls_or_tls_and_a_login(
         scheme = "smtps" if security == "tls" else "smtp"
         url = f"{scheme}://{quote(mailbox.user or '', safe='')}:{quote(password, safe='')}"
         mailing = _mailing(settings, f"{url}@localhost:{port}", ca_bundle=tls.bundle)
-        sender = mail.sender_for(mailing, sessions, FakeClock())
-        assert sender is not None
+        mailer = mail.mailer_for(mailing, sessions, FakeClock())
+        assert mailer is not None
         _queue(sessions)
-        assert sender.send_next() is True
+        assert mailer.send_next() is True
     assert mailbox.logins == [("hooks@granite.example", password)]
     assert len(mailbox.messages) == 1
 
@@ -154,10 +154,10 @@ def test_a_wrong_password_is_a_failed_try_that_never_shows_it(
     mailbox = Mailbox(user="hooks", password="right-password")
     with smtp_server(mailbox) as port:
         url = f"smtp://hooks:wrong-password@127.0.0.1:{port}"
-        sender = mail.sender_for(_mailing(settings, url), sessions, FakeClock())
-        assert sender is not None
+        mailer = mail.mailer_for(_mailing(settings, url), sessions, FakeClock())
+        assert mailer is not None
         _queue(sessions)
-        assert sender.send_next() is False
+        assert mailer.send_next() is False
     row = _row(sessions)
     assert ("hooks", "wrong-password") in mailbox.logins
     assert (row.attempts, row.sent_at) == (1, None)

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import addresses, rates
+from clubwire.domain import addresses, max_rates
 from clubwire.domain.sealing import Sealer
 from clubwire.services import endpoints
 from clubwire.settings import Settings
@@ -309,7 +309,7 @@ def test_a_max_rate_is_set_changed_kept_and_cleared(
         club_id, endpoint_id = club.id, endpoint.id
         assert endpoints.describe(endpoint)["maxRate"] == 20
     assert _saved_rate(sessions, endpoint_id) == 20
-    for change, saved in [(1000, 1000), (None, 1000), (rates.NO_LIMIT, None), (None, None)]:
+    for change, saved in [(1000, 1000), (None, 1000), (max_rates.NO_LIMIT, None), (None, None)]:
         with sessions.begin() as session:
             changed = endpoints.update_endpoint(
                 session, club_id, endpoint_id, EPOCH, hooks, kinds=["game.updated"], max_rate=change
@@ -357,15 +357,15 @@ def test_a_max_rate_out_of_range_is_refused_and_nothing_changes(
 @pytest.mark.parametrize(
     ("typed", "read"),
     [
-        ("", rates.NO_LIMIT),
-        ("none", rates.NO_LIMIT),
+        ("", max_rates.NO_LIMIT),
+        ("none", max_rates.NO_LIMIT),
         ("7", 7),
         (12, 12),
-        (rates.NO_LIMIT, rates.NO_LIMIT),
+        (max_rates.NO_LIMIT, max_rates.NO_LIMIT),
     ],
 )
 def test_read_max_rate_takes_numbers_and_typed_text(
-    typed: rates.MaxRate | str, read: rates.MaxRate
+    typed: max_rates.MaxRate | str, read: max_rates.MaxRate
 ) -> None:
     assert endpoints.read_max_rate(typed) == read
 

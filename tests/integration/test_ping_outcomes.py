@@ -8,8 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.jobs import Job, Result, judge
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain.delivering import Job, Result, RetrySchedule, judge
 from clubwire.services.delivery import claims, deliveries, events, pings, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Club

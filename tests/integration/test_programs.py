@@ -8,7 +8,7 @@ import orjson
 from sqlalchemy.orm import Session
 
 from clubwire.domain import program_wire
-from clubwire.services import programs as program_service
+from clubwire.services import programs
 from tests.factories import EPOCH, make_club, make_program, program_data
 
 
@@ -17,46 +17,44 @@ def _data(**overrides: object) -> program_wire.ProgramData:
 
 
 def _listing(session: Session, club_id: str) -> list[dict[str, object]]:
-    body: list[dict[str, object]] = orjson.loads(program_service.public_listing(session, club_id))[
-        "data"
-    ]
+    body: list[dict[str, object]] = orjson.loads(programs.public_listing(session, club_id))["data"]
     return body
 
 
 def test_put_program_reports_created_updated_unchanged(session: Session) -> None:
     club = make_club(session)
-    outcomes = [
-        program_service.put_program(session, club, "p1", _data(), EPOCH)[1],
-        program_service.put_program(session, club, "p1", _data(), EPOCH)[1],
-        program_service.put_program(session, club, "p1", _data(capacity=50), EPOCH)[1],
+    upserts = [
+        programs.put_program(session, club, "p1", _data(), EPOCH)[1],
+        programs.put_program(session, club, "p1", _data(), EPOCH)[1],
+        programs.put_program(session, club, "p1", _data(capacity=50), EPOCH)[1],
     ]
-    assert outcomes == ["created", "unchanged", "updated"]
+    assert upserts == ["created", "unchanged", "updated"]
 
 
 def test_only_real_changes_bump_the_listing_version(session: Session) -> None:
     club = make_club(session)
     versions = [club.programs_version]
     for data in (_data(), _data(), _data(name="Renamed")):
-        program_service.put_program(session, club, "p1", data, EPOCH)
+        programs.put_program(session, club, "p1", data, EPOCH)
         versions.append(club.programs_version)
-    program_service.delete_program(session, club, "p1")
+    programs.delete_program(session, club, "p1")
     versions.append(club.programs_version)
-    program_service.delete_program(session, club, "p1")
+    programs.delete_program(session, club, "p1")
     versions.append(club.programs_version)
     assert versions == [0, 1, 1, 2, 3, 3]
 
 
 def test_an_update_keeps_created_at_and_moves_updated_at(session: Session) -> None:
     club = make_club(session)
-    program_service.put_program(session, club, "p1", _data(), EPOCH)
+    programs.put_program(session, club, "p1", _data(), EPOCH)
     later = EPOCH + timedelta(hours=1)
-    program, _ = program_service.put_program(session, club, "p1", _data(capacity=9), later)
+    program, _ = programs.put_program(session, club, "p1", _data(capacity=9), later)
     assert (program.created_at, program.updated_at) == (EPOCH, later)
 
 
 def test_platform_timestamps_are_kept(session: Session) -> None:
     club = make_club(session)
-    program, _ = program_service.put_program(
+    program, _ = programs.put_program(
         session,
         club,
         "p1",
@@ -73,8 +71,8 @@ def test_platform_timestamps_are_kept(session: Session) -> None:
 def test_delete_reports_whether_there_was_one(session: Session) -> None:
     club = make_club(session)
     make_program(session, club, "p1")
-    assert program_service.delete_program(session, club, "p1") is True
-    assert program_service.delete_program(session, club, "p1") is False
+    assert programs.delete_program(session, club, "p1") is True
+    assert programs.delete_program(session, club, "p1") is False
 
 
 def test_import_counts_each_outcome(session: Session) -> None:
@@ -85,7 +83,7 @@ def test_import_counts_each_outcome(session: Session) -> None:
         program_wire.ProgramRecord.model_validate({"id": "p2", **program_data()}),
         program_wire.ProgramRecord.model_validate({"id": "p3", **program_data(name="x")}),
     ]
-    counts = program_service.import_programs(session, club, records, EPOCH)
+    counts = programs.import_programs(session, club, records, EPOCH)
     assert counts == {"created": 2, "unchanged": 1}
 
 

@@ -25,8 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain.jobs import Result, judge
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain.delivering import Result, RetrySchedule, judge
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import claims, deliveries, events, records
 from clubwire.settings import Settings

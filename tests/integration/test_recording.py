@@ -14,8 +14,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, exc, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.jobs import Result, judge
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain.delivering import Result, RetrySchedule, judge
 from clubwire.services.delivery import claims, events, records
 from clubwire.settings import Settings
 from clubwire.storage import database

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import event_catalog, replay_window
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.domain.replay_window import Replay, Window
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import replays

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Status, Trigger
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.domain.emails import Draft
 from clubwire.services import retention
 from clubwire.services.delivery import events

@@ -13,8 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from clubwire.domain.delivery_rules import Status, Trigger, Verdict
-from clubwire.domain.jobs import Job, Result
+from clubwire.domain.delivering import Job, Result, Status, Trigger, Verdict
 from clubwire.storage.queue import START, Claimed, LeasedLane
 from clubwire.worker import lanes
 from clubwire.worker.lanes import Asked, ClaimRound, LanePolicy, Limits, Wants

@@ -7,9 +7,8 @@ import asyncio
 
 import pytest
 
-from clubwire.domain import delivery_rules, text
-from clubwire.domain.delivery_rules import Outcome, Status, Trigger
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain import delivering, text
+from clubwire.domain.delivering import Job, Outcome, RetrySchedule, Status, Trigger
 from clubwire.services.delivery import outbound, records
 from clubwire.storage import tables
 from tests.factories import EPOCH
@@ -34,8 +33,10 @@ SCHEDULE = RetrySchedule((60, 300))
 def test_the_outcome_follows_the_verdict(
     status: Status, trigger: Trigger, attempts_made: int, ok: bool, expected: Outcome
 ) -> None:
-    verdict = delivery_rules.judge(status, trigger, attempts_made, ok, EPOCH, SCHEDULE, 0.5)
-    assert delivery_rules.outcome(verdict, ok) is expected
+    made_before = attempts_made - 1  # ``attempts_made`` counts the attempt being judged
+    job = Job("dlv_1", "org_a", "we_a", "ping", "", "", b"{}", status, made_before, trigger, EPOCH)
+    verdict = delivering.judge(job, ok, EPOCH, SCHEDULE, 0.5)
+    assert delivering.outcome(verdict, ok) is expected
 
 
 # -- the texts of an outcome, safe where they enter (services.delivery.outbound) ------------------

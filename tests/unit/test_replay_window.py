@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from clubwire import errors
 from clubwire.domain import replay_window
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.domain.replay_window import Replay
 
 NOON = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clubwire.domain.retry import SPREAD, RetrySchedule
+from clubwire.domain.delivering import SPREAD, RetrySchedule
 
 SCHEDULE = RetrySchedule()
 draws = st.floats(min_value=0, max_value=1, exclude_max=True)

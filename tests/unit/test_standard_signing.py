@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from clubwire import ids, signing
 from clubwire.domain import base62, event_catalog, standard_signing, webhook_secrets
-from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.domain.jobs import Job
+from clubwire.domain.delivering import Job, Status, Trigger
 from clubwire.services.delivery import attempts
 
 # The vector of the Standard Webhooks libraries' own tests (test_sign_function).

@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import text as domain_text
+from clubwire.domain import text
 from clubwire.settings import Settings, load_settings
 from clubwire.storage import database, migrate
 
@@ -73,7 +73,7 @@ def read_input(path: str) -> tuple[bytes, str]:
 def storable(value: str, what: str) -> str:
     """``value``, unless the database cannot hold it (Linux hands a program the bytes of its
     arguments and input that are not UTF-8 as lone surrogates): then one line on why."""
-    why = domain_text.refusal(value)
+    why = text.refusal(value)
     if why is not None:
         raise errors.InvalidInput(f"{what} {why}")
     return value
@@ -90,7 +90,8 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
         click.echo("  ".join(cells).rstrip())
 
 
-def text(value: object, empty: str = "-") -> str:
+def cell(value: object, empty: str = "-") -> str:
+    """A value as a table or a record shows it: ``empty`` when there is none."""
     return empty if value is None or value == "" else str(value)
 
 

@@ -19,8 +19,7 @@ from clubwire.cli.base import (
     transaction,
 )
 from clubwire.domain import program_wire, timestamps
-from clubwire.services import clubs
-from clubwire.services import programs as program_service
+from clubwire.services import clubs, programs
 
 
 @cli.group()
@@ -107,16 +106,16 @@ def program_import(slug: str, file: str, as_json: bool) -> None:
     """Upsert the programs of FILE (a JSON array; '-' reads stdin) into the club."""
     records = _read_programs(*read_input(file))
     with transaction(settings()) as session:
-        counts = program_service.import_programs(
+        counts = programs.import_programs(
             session, clubs.get_club(session, slug), records, timestamps.utc_now()
         )
-    summary = {outcome.value: counts[outcome] for outcome in program_service.Outcome}
+    summary = {upserted.value: counts[upserted] for upserted in programs.Upserted}
     if as_json:
         print_json(summary)
     else:
         click.echo(
             f"Imported {len(records)} programs into {slug}: "
-            + ", ".join(f"{n} {outcome}" for outcome, n in summary.items())
+            + ", ".join(f"{n} {upserted}" for upserted, n in summary.items())
             + "."
         )
 

@@ -6,19 +6,18 @@ import click
 
 from clubwire.cli.base import (
     JSON_OPTION,
+    cell,
     cli,
     one_line,
     print_json,
     print_table,
     settings,
-    text,
     transaction,
 )
 from clubwire.domain import replay_window, timestamps
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs
-from clubwire.services.delivery import deliveries as delivery_service
-from clubwire.services.delivery import replays
+from clubwire.services.delivery import deliveries, replays
 
 
 @cli.group()
@@ -38,23 +37,23 @@ def delivery_list(
     """The club's recent deliveries, newest first."""
     with transaction(settings()) as session:
         club_id = clubs.get_club(session, slug).id
-        found = delivery_service.list_deliveries(
+        found = deliveries.list_deliveries(
             session, club_id, endpoint_id, Status(status) if status else None, limit
         )
-        records = [delivery_service.describe(d) for d in found]
+        records = [deliveries.describe(d) for d in found]
     if as_json:
         print_json(records)
         return
     rows = [
         [
-            text(r["id"]),
-            text(r["event"]),
-            text(r["eventId"]),
-            text(r["endpointId"]),
-            text(r["status"]),
-            text(r["attempt"]),
-            text(r["responseCode"]),
-            text(r["nextAttemptAt"]),
+            cell(r["id"]),
+            cell(r["event"]),
+            cell(r["eventId"]),
+            cell(r["endpointId"]),
+            cell(r["status"]),
+            cell(r["attempt"]),
+            cell(r["responseCode"]),
+            cell(r["nextAttemptAt"]),
         ]
         for r in records
     ]
@@ -69,18 +68,18 @@ def delivery_list(
 def delivery_show(delivery_id: str, as_json: bool) -> None:
     """One delivery and every attempt made of it: when, how long, the answer or the error."""
     with transaction(settings()) as session:
-        club_id = delivery_service.club_of_delivery(session, delivery_id)
-        found = delivery_service.get_delivery(session, club_id, delivery_id)
-        record = delivery_service.describe(found)
+        club_id = deliveries.club_of_delivery(session, delivery_id)
+        found = deliveries.get_delivery(session, club_id, delivery_id)
+        record = deliveries.describe(found)
         attempts = [
-            delivery_service.describe_attempt(attempt)
-            for attempt in delivery_service.attempts_of(session, found)
+            deliveries.describe_attempt(attempt)
+            for attempt in deliveries.attempts_of(session, found)
         ]
     if as_json:
         print_json({**record, "attempts": attempts})
         return
     for label, key in SHOWN:
-        click.echo(f"{label:<13}{text(record[key])}")
+        click.echo(f"{label:<13}{cell(record[key])}")
     click.echo()
     print_table([_attempt_row(attempt) for attempt in attempts], ATTEMPT_COLUMNS)
 
@@ -100,13 +99,13 @@ ANSWER_WIDTH = 60
 
 def _attempt_row(attempt: dict[str, object]) -> list[str]:
     return [
-        text(attempt["number"]),
-        text(attempt["trigger"]),
-        text(attempt["startedAt"]),
-        text(attempt["durationMs"]),
-        text(attempt["responseCode"]),
-        text(attempt["error"]),
-        text(one_line(str(attempt["excerpt"] or ""), ANSWER_WIDTH)),
+        cell(attempt["number"]),
+        cell(attempt["trigger"]),
+        cell(attempt["startedAt"]),
+        cell(attempt["durationMs"]),
+        cell(attempt["responseCode"]),
+        cell(attempt["error"]),
+        cell(one_line(str(attempt["excerpt"] or ""), ANSWER_WIDTH)),
     ]
 
 
@@ -116,9 +115,9 @@ def _attempt_row(attempt: dict[str, object]) -> list[str]:
 def delivery_retry(delivery_id: str, as_json: bool) -> None:
     """Retry now: bring a waiting attempt forward, or make one more attempt of a finished one."""
     with transaction(settings()) as session:
-        club_id = delivery_service.club_of_delivery(session, delivery_id)
-        retried = delivery_service.retry(session, club_id, delivery_id, timestamps.utc_now())
-        record = delivery_service.describe(retried)
+        club_id = deliveries.club_of_delivery(session, delivery_id)
+        retried = deliveries.retry(session, club_id, delivery_id, timestamps.utc_now())
+        record = deliveries.describe(retried)
     if as_json:
         print_json(record)
     else:

@@ -28,8 +28,7 @@ from clubwire import errors, receiving
 from clubwire.cli.base import cli, settings, transaction
 from clubwire.cli.serving import HOST, PORT
 from clubwire.domain import replay_window, timestamps
-from clubwire.services import clubs
-from clubwire.services import demo as demo_service
+from clubwire.services import clubs, demo
 from clubwire.settings import Settings
 
 if TYPE_CHECKING:
@@ -46,23 +45,23 @@ SLOW_RATE = 1 / 10
 SLOW_SECONDS = (2.0, 4.0)
 
 
-@cli.command()
+@cli.command("demo")
 @HOST
 @PORT
 # Seconds between events, for tests; by default 2 to 5, at random.
 @click.option("--interval", type=click.FloatRange(min=0.01), default=None, hidden=True)
-def demo(host: str, port: int, interval: float | None) -> None:
+def serve_demo(host: str, port: int, interval: float | None) -> None:
     """Serve a demo club, with club events every few seconds and a local receiver for them."""
     from clubwire import server
 
     current, tls = _settings(host, port)
     with contextlib.closing(receiving.bind("127.0.0.1", 0)) as listening:
-        receiver_url = receiving.url_of(listening, demo_service.RECEIVER_PATH)
+        receiver_url = receiving.url_of(listening, demo.RECEIVER_PATH)
         with transaction(current) as session:
             now = timestamps.utc_now()
-            seeded = demo_service.seed(session, now)
-            demo_service.seed_staff(session, now)
-            secret = demo_service.seed_endpoint(session, now, current, receiver_url)
+            seeded = demo.seed(session, now)
+            demo.seed_staff(session, now)
+            secret = demo.seed_endpoint(session, now, current, receiver_url)
             tour = _replay_tour(session, seeded.slug, now)
         kept = current.home / LAST_DELIVERY
         receiving.keep_node_check(kept.parent)
@@ -95,7 +94,7 @@ def _settings(host: str, port: int) -> tuple[Settings, receiving.Authority]:
 
 def _introduce(
     current: Settings,
-    seeded: demo_service.Seeded,
+    seeded: demo.Seeded,
     receiver_url: str,
     secret: str,
     kept: Path,
@@ -104,7 +103,7 @@ def _introduce(
     base_url = current.club_base_url(seeded.slug)
     staff = "".join(
         f"  {'superadmin' if s.superadmin else 'club admin'}  {s.email}  password {s.password}\n"
-        for s in demo_service.SIGN_INS
+        for s in demo.SIGN_INS
     )
     click.echo(
         f"\nclubwire demo: club {seeded.slug!r} with {seeded.program_count} programs, "
@@ -130,7 +129,7 @@ def _replay_tour(session: Session, slug: str, now: datetime) -> str:
     """The tour's replay step: a command for another terminal, which runs as printed (the
     same program, from the same folder), counting this run's first hour of deliveries."""
     club = clubs.get_club(session, slug)
-    endpoint = demo_service.receiver_endpoint(session, club)
+    endpoint = demo.receiver_endpoint(session, club)
     assert endpoint is not None  # seeded just before
     since = now.replace(second=0, microsecond=0)
     window = ["--since", replay_window.to_minute(since)]
@@ -231,6 +230,6 @@ async def _stopped(stop: asyncio.Event, seconds: float) -> bool:
 def _publish_one(sessions: sessionmaker[Session], rng: random.Random) -> None:
     try:
         with sessions.begin() as session:
-            demo_service.publish_random(session, timestamps.utc_now(), rng)
+            demo.publish_random(session, timestamps.utc_now(), rng)
     except sqlalchemy.exc.OperationalError as exc:  # the database stayed busy: try the next one
         log.warning("clubwire demo: an event was not published: %s", exc.orig)

@@ -10,17 +10,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire import errors
 from clubwire.cli.base import (
     JSON_OPTION,
+    cell,
     cli,
     print_json,
     print_table,
     session_factory,
     settings,
-    text,
     transaction,
 )
-from clubwire.domain import jobs, rates, timestamps
-from clubwire.services import clubs
-from clubwire.services import endpoints as endpoint_service
+from clubwire.domain import delivering, max_rates, timestamps
+from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import attempts, pings
 from clubwire.settings import Settings
 
@@ -29,16 +28,16 @@ EVENT_OPTION = click.option(
 )
 
 
-class MaxRate(click.ParamType[rates.MaxRate, str]):
+class MaxRate(click.ParamType[max_rates.MaxRate, str]):
     """A max rate on the command line: a number of deliveries per second, or ``none``."""
 
     name = "max rate"
 
     def convert(
         self, value: str, param: click.Parameter | None, ctx: click.Context | None
-    ) -> rates.MaxRate:
+    ) -> max_rates.MaxRate:
         try:
-            return endpoint_service.read_max_rate(value)
+            return endpoints.read_max_rate(value)
         except errors.InvalidInput as exc:
             self.fail(exc.detail, param, ctx)
 
@@ -48,8 +47,8 @@ MAX_RATE_OPTION = click.option(
     type=MaxRate(),
     default=None,
     metavar="N|none",
-    help=f"At most N deliveries per second, {rates.LOWEST} to {rates.HIGHEST}; none: no limit "
-    "(an endpoint starts without one).",
+    help=f"At most N deliveries per second, {max_rates.LOWEST} to {max_rates.HIGHEST}; none: "
+    "no limit (an endpoint starts without one).",
 )
 
 
@@ -65,16 +64,16 @@ def endpoint() -> None:
 @MAX_RATE_OPTION
 @JSON_OPTION
 def endpoint_create(
-    slug: str, url: str, kinds: tuple[str, ...], max_rate: rates.MaxRate | None, as_json: bool
+    slug: str, url: str, kinds: tuple[str, ...], max_rate: max_rates.MaxRate | None, as_json: bool
 ) -> None:
     """Register an https URL for the events given; prints its id and signing secret (once)."""
     current = settings()
     with transaction(current) as session:
         club = clubs.get_club(session, slug)
-        created, secret = endpoint_service.create_endpoint(
+        created, secret = endpoints.create_endpoint(
             session, club, url, kinds, timestamps.utc_now(), current, max_rate=max_rate
         )
-        record = endpoint_service.describe(created)
+        record = endpoints.describe(created)
     if as_json:
         print_json({"id": record["id"], "secret": secret, **record})
         return
@@ -89,22 +88,20 @@ def endpoint_list(slug: str, as_json: bool) -> None:
     """List the club's endpoints and their health."""
     with transaction(settings()) as session:
         club_id = clubs.get_club(session, slug).id
-        records = [
-            endpoint_service.describe(e) for e in endpoint_service.list_endpoints(session, club_id)
-        ]
+        records = [endpoints.describe(e) for e in endpoints.list_endpoints(session, club_id)]
     if as_json:
         print_json(records)
         return
     rows = [
         [
-            text(r["id"]),
-            text(r["url"]),
+            cell(r["id"]),
+            cell(r["url"]),
             ",".join(r["events"]),  # type: ignore[arg-type]
             "on" if r["enabled"] else "off",
             "none" if r["maxRate"] is None else f"{r['maxRate']}/s",
             f"{r['deadInARow']} of 5",
-            text(r["lastResponseCode"]),
-            text(r["lastDeliveryAt"], "never"),
+            cell(r["lastResponseCode"]),
+            cell(r["lastDeliveryAt"], "never"),
         ]
         for r in records
     ]
@@ -133,15 +130,15 @@ def endpoint_update(
     endpoint_id: str,
     url: str | None,
     kinds: tuple[str, ...],
-    max_rate: rates.MaxRate | None,
+    max_rate: max_rates.MaxRate | None,
     as_json: bool,
 ) -> None:
     """Change an endpoint's URL, its events (--event replaces the whole list) and/or its max
     rate (--max-rate none removes it)."""
     current = settings()
     with transaction(current) as session:
-        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
-        changed = endpoint_service.update_endpoint(
+        club_id = endpoints.club_of_endpoint(session, endpoint_id)
+        changed = endpoints.update_endpoint(
             session,
             club_id,
             endpoint_id,
@@ -151,7 +148,7 @@ def endpoint_update(
             kinds=kinds or None,
             max_rate=max_rate,
         )
-        record = endpoint_service.describe(changed)
+        record = endpoints.describe(changed)
     _report(record, as_json, f"Updated {endpoint_id}.")
 
 
@@ -164,12 +161,12 @@ def endpoint_update(
 def endpoint_enable(endpoint_id: str, resend_skipped: bool, as_json: bool) -> None:
     """Switch an endpoint on (dead in a row starts again at 0)."""
     with transaction(settings()) as session:
-        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
-        enabled, resent = endpoint_service.enable_endpoint(
+        club_id = endpoints.club_of_endpoint(session, endpoint_id)
+        enabled, resent = endpoints.enable_endpoint(
             session, club_id, endpoint_id, timestamps.utc_now(), resend_skipped
         )
-        skipped = endpoint_service.count_skipped(session, club_id, endpoint_id)
-        record = {**endpoint_service.describe(enabled), "resent": resent}
+        skipped = endpoints.count_skipped(session, club_id, endpoint_id)
+        record = {**endpoints.describe(enabled), "resent": resent}
     hint = f" {skipped} skipped deliveries can be sent with --resend-skipped." if skipped else ""
     sent = f" Queued {resent} skipped deliveries." if resent else ""
     _report(record, as_json, f"Enabled {endpoint_id}.{sent}{hint}")
@@ -181,11 +178,9 @@ def endpoint_enable(endpoint_id: str, resend_skipped: bool, as_json: bool) -> No
 def endpoint_disable(endpoint_id: str, as_json: bool) -> None:
     """Switch an endpoint off; what it would have received is kept as skipped."""
     with transaction(settings()) as session:
-        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
-        disabled = endpoint_service.disable_endpoint(
-            session, club_id, endpoint_id, timestamps.utc_now()
-        )
-        record = endpoint_service.describe(disabled)
+        club_id = endpoints.club_of_endpoint(session, endpoint_id)
+        disabled = endpoints.disable_endpoint(session, club_id, endpoint_id, timestamps.utc_now())
+        record = endpoints.describe(disabled)
     _report(record, as_json, f"Disabled {endpoint_id}.")
 
 
@@ -194,8 +189,8 @@ def endpoint_disable(endpoint_id: str, as_json: bool) -> None:
 def endpoint_delete(endpoint_id: str) -> None:
     """Delete an endpoint with its deliveries."""
     with transaction(settings()) as session:
-        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
-        endpoint_service.delete_endpoint(session, club_id, endpoint_id)
+        club_id = endpoints.club_of_endpoint(session, endpoint_id)
+        endpoints.delete_endpoint(session, club_id, endpoint_id)
     click.echo(f"Deleted {endpoint_id}.")
 
 
@@ -206,8 +201,8 @@ def endpoint_rotate(endpoint_id: str, as_json: bool) -> None:
     """A new signing secret, printed once; the old one stops verifying at once."""
     current = settings()
     with transaction(current) as session:
-        club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
-        secret = endpoint_service.rotate_secret(
+        club_id = endpoints.club_of_endpoint(session, endpoint_id)
+        secret = endpoints.rotate_secret(
             session, club_id, endpoint_id, timestamps.utc_now(), current
         )
     if as_json:
@@ -225,24 +220,24 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
     current = settings()
     with session_factory(current) as sessions:
         with sessions() as session:
-            club_id = endpoint_service.club_of_endpoint(session, endpoint_id)
+            club_id = endpoints.club_of_endpoint(session, endpoint_id)
         result = asyncio.run(_send_test(current, sessions, club_id, endpoint_id))
     if as_json:
         print_json(describe_result(result))
     else:
-        click.echo(jobs.plain(result))
+        click.echo(delivering.plain(result))
     if not result.ok:
         raise SystemExit(1)
 
 
 async def _send_test(
     current: Settings, sessions: sessionmaker[Session], club_id: str, endpoint_id: str
-) -> jobs.Result:
+) -> delivering.Result:
     async with attempts.attempter(current) as sends:
         return await pings.send_test(current, sessions, sends, club_id, endpoint_id)
 
 
-def describe_result(result: jobs.Result) -> dict[str, object]:
+def describe_result(result: delivering.Result) -> dict[str, object]:
     return {
         "deliveryId": result.job.delivery_id,
         "ok": result.ok,

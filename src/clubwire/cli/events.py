@@ -16,7 +16,7 @@ from clubwire.cli.base import (
 from clubwire.cli.clubs import read_json
 from clubwire.domain import event_catalog, timestamps
 from clubwire.services import clubs
-from clubwire.services.delivery import events as event_service
+from clubwire.services.delivery import events
 
 
 @cli.group()
@@ -67,7 +67,7 @@ def _publish(
     slug: str, kind: str, data: object, as_json: bool, idempotency_key: str | None = None
 ) -> None:
     with transaction(settings()) as session:
-        published, _ = event_service.publish(
+        published, _ = events.publish(
             session,
             clubs.get_club(session, slug),
             kind,

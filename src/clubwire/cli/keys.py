@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from clubwire.cli.base import JSON_OPTION, cli, print_json, print_table, settings, text, transaction
+from clubwire.cli.base import JSON_OPTION, cell, cli, print_json, print_table, settings, transaction
 from clubwire.domain import scopes, timestamps
 from clubwire.services import clubs
 from clubwire.services.club_api import keys
@@ -63,15 +63,15 @@ def key_list(slug: str, as_json: bool) -> None:
         return
     rows = [
         [
-            text(r["prefix"]),
-            text(r["name"]),
+            cell(r["prefix"]),
+            cell(r["name"]),
             " ".join(r["scopes"]),  # type: ignore[arg-type]
-            text(r["createdAt"]),
-            text(r["expiresAt"], "never"),
-            text(r["status"]),
-            text(r["lastUsedAt"], "never"),
-            text(r["lastUsedIp"]),
-            text(r["lastUsedUserAgent"]),
+            cell(r["createdAt"]),
+            cell(r["expiresAt"], "never"),
+            cell(r["status"]),
+            cell(r["lastUsedAt"], "never"),
+            cell(r["lastUsedIp"]),
+            cell(r["lastUsedUserAgent"]),
         ]
         for r in records
     ]

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from clubwire import errors
 from clubwire.domain import event_catalog, replay_window, text
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 
 PAGE_SIZE = 50
 KINDS: tuple[str, ...] = event_catalog.KINDS

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from clubwire import errors
 from clubwire.domain import event_catalog, text
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 
 # What may be replayed: finished deliveries (a pending one is still on its way).
 STATUSES: tuple[Status, ...] = (Status.DEAD, Status.SKIPPED, Status.SUCCEEDED)

@@ -13,10 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from clubwire.domain import event_catalog, program_wire, scopes
-from clubwire.services import clubs, endpoints
-from clubwire.services import programs as program_service
+from clubwire.services import clubs, endpoints, programs
 from clubwire.services.club_api import keys
-from clubwire.services.delivery import events as event_service
+from clubwire.services.delivery import events
 from clubwire.services.staff import users
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, Endpoint, Event, User
@@ -246,9 +245,7 @@ def seed(session: Session, now: datetime) -> Seeded:
     club, _ = clubs.put_club(session, SLUG, NAME, now)
     clubs.set_webhooks_module(session, SLUG, True, now)
     season = datetime(now.year, now.month, now.day, tzinfo=UTC)
-    program_service.import_programs(
-        session, club, [_record(entry, season) for entry in _PROGRAMS], now
-    )
+    programs.import_programs(session, club, [_record(entry, season) for entry in _PROGRAMS], now)
     for old in session.scalars(
         select(ApiKey).where(ApiKey.club_id == club.id, ApiKey.name == KEY_NAME)
     ):
@@ -332,7 +329,7 @@ def publish_random(session: Session, now: datetime, rng: random.Random) -> Event
     """Publish an event of a random kind about the demo club, the way the platform does."""
     kind = rng.choice(event_catalog.SUBSCRIBABLE)
     club = clubs.get_club(session, SLUG)
-    event, _ = event_service.publish(session, club, kind, event_data(kind, now, rng), now)
+    event, _ = events.publish(session, club, kind, event_data(kind, now, rng), now)
     return event
 
 

@@ -11,8 +11,8 @@ from sqlalchemy import CursorResult, Executable, func, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import addresses, event_catalog, rates, timestamps, webhook_secrets
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain import addresses, event_catalog, max_rates, timestamps, webhook_secrets
+from clubwire.domain.delivering import Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
 from clubwire.storage import queue
@@ -30,13 +30,13 @@ def create_endpoint(
     now: datetime,
     settings: Settings,
     resolve: Resolve | None = None,
-    max_rate: rates.MaxRate | None = None,
+    max_rate: max_rates.MaxRate | None = None,
 ) -> tuple[Endpoint, str]:
     """Register a receiver URL; returns the endpoint and its signing secret (shown once).
     ``max_rate``: deliveries a second at most (None or NO_LIMIT: no limit)."""
     subscribed = subscribable(kinds)
     checked = check_url(url, settings, resolve)
-    rate = rates.NO_LIMIT if max_rate is None else read_max_rate(max_rate)
+    rate = max_rates.NO_LIMIT if max_rate is None else read_max_rate(max_rate)
     # The club's row is locked first (on PostgreSQL), so that creations racing each other
     # count one after another and the limit holds; SQLite has one writer anyway.
     session.execute(select(Club.id).where(Club.id == club.id).with_for_update())
@@ -95,9 +95,9 @@ def update_endpoint(
     url: str | None = None,
     kinds: Iterable[str] | None = None,
     resolve: Resolve | None = None,
-    max_rate: rates.MaxRate | None = None,
+    max_rate: max_rates.MaxRate | None = None,
 ) -> Endpoint:
-    """Change the URL, the subscribed events and/or the max rate (``rates.NO_LIMIT`` clears
+    """Change the URL, the subscribed events and/or the max rate (``max_rates.NO_LIMIT`` clears
     it); what is None stays as it is."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
     rate = None if max_rate is None else read_max_rate(max_rate)
@@ -265,14 +265,14 @@ def describe(endpoint: Endpoint) -> dict[str, object]:
     }
 
 
-def read_max_rate(given: rates.MaxRate | str) -> rates.MaxRate:
-    """A max rate given as a number or ``rates.NO_LIMIT``, or as typed in a form or on the
+def read_max_rate(given: max_rates.MaxRate | str) -> max_rates.MaxRate:
+    """A max rate given as a number or ``max_rates.NO_LIMIT``, or as typed in a form or on the
     command line (empty or ``none``: no limit); else InvalidInput saying what is wrong."""
     try:
-        return rates.parse(given) if isinstance(given, str) else rates.checked(given)
-    except rates.BadRate as exc:
+        return max_rates.parse(given) if isinstance(given, str) else max_rates.checked(given)
+    except max_rates.BadRate as exc:
         raise errors.InvalidInput(str(exc)) from None
 
 
-def _stored(rate: rates.MaxRate) -> int | None:
-    return None if isinstance(rate, rates.Unlimited) else rate
+def _stored(rate: max_rates.MaxRate) -> int | None:
+    return None if isinstance(rate, max_rates.Unlimited) else rate

@@ -14,7 +14,9 @@ from clubwire.domain import program_wire
 from clubwire.storage.models import Club, Program
 
 
-class Outcome(StrEnum):
+class Upserted(StrEnum):
+    """What putting one program did."""
+
     CREATED = "created"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
@@ -22,7 +24,7 @@ class Outcome(StrEnum):
 
 def put_program(
     session: Session, club: Club, program_id: str, data: program_wire.ProgramData, now: datetime
-) -> tuple[Program, Outcome]:
+) -> tuple[Program, Upserted]:
     """Create or replace one program.
 
     A PUT that changes nothing writes nothing, so every API process keeps its cached listing.
@@ -32,16 +34,16 @@ def put_program(
     if program is None:
         program = Program(club_id=club.id, id=program_id, created_at=now, updated_at=now)
         session.add(program)
-        outcome = Outcome.CREATED
+        upserted = Upserted.CREATED
     elif all(getattr(program, name) == value for name, value in fields.items()):
-        return program, Outcome.UNCHANGED
+        return program, Upserted.UNCHANGED
     else:
         program.updated_at = now
-        outcome = Outcome.UPDATED
+        upserted = Upserted.UPDATED
     for name, value in fields.items():
         setattr(program, name, value)
     _bump_version(session, club)
-    return program, outcome
+    return program, upserted
 
 
 def delete_program(session: Session, club: Club, program_id: str) -> bool:
@@ -56,7 +58,7 @@ def delete_program(session: Session, club: Club, program_id: str) -> bool:
 
 def import_programs(
     session: Session, club: Club, records: Iterable[program_wire.ProgramRecord], now: datetime
-) -> Counter[Outcome]:
+) -> Counter[Upserted]:
     """Upsert every record; returns how many were created, updated and left unchanged."""
     return Counter(put_program(session, club, record.id, record, now)[1] for record in records)
 

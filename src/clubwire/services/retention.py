@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.services.staff import flashes, sign_ins
 from clubwire.storage import tables
 from clubwire.storage.models import OutboxEmail

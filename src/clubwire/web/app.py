@@ -23,9 +23,9 @@ from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
 from clubwire.web import (
+    body_limit,
     context,
     internal_api,
-    limits,
     openapi,
     ops,
     problems,
@@ -100,7 +100,7 @@ def create_app(
     app.include_router(internal_api.router())
     ui.install(app)
     app.router.routes.extend(ops.routes(settings))
-    app.add_middleware(limits.BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(body_limit.BodyLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(telemetry.RequestTelemetry, metrics=metrics)
     app.router.routes[:0] = _public_routes(settings)
     public = public_api.describe()

@@ -15,10 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import event_catalog, program_wire, replay_window, slugs, text
-from clubwire.services import clubs
-from clubwire.services import programs as program_service
-from clubwire.services.delivery import events as event_service
-from clubwire.services.delivery import replays
+from clubwire.services import clubs, programs
+from clubwire.services.delivery import events, replays
 from clubwire.settings import Settings
 from clubwire.storage import models
 from clubwire.web import bearer, context, openapi, problems
@@ -234,8 +232,8 @@ def put_program(
     response: Response,
 ) -> ProgramOut:
     now = context.now(request)
-    program, outcome = context.transact(request, _put_program, slug, program_id, body, now)
-    response.status_code = 201 if outcome is program_service.Outcome.CREATED else 200
+    program, upserted = context.transact(request, _put_program, slug, program_id, body, now)
+    response.status_code = 201 if upserted is programs.Upserted.CREATED else 200
     return ProgramOut.of(program)
 
 
@@ -247,7 +245,7 @@ async def publish_event(
     idempotency_key: Annotated[
         str | None,
         Header(
-            max_length=event_service.MAX_IDEMPOTENCY_KEY,
+            max_length=events.MAX_IDEMPOTENCY_KEY,
             # Documented here, checked by events.publish, which says what is wrong in words.
             json_schema_extra={"minLength": 1, "pattern": IDEMPOTENCY_KEY_PATTERN},
             description="Your id for this event (per club), 1–255 printable characters: "
@@ -314,17 +312,15 @@ def _published(
     session: Session, slug: str, body: EventIn, now: datetime, idempotency_key: str | None
 ) -> tuple[str, bool]:
     club = clubs.get_club(session, slug)
-    event, created = event_service.publish(
-        session, club, body.event, body.data, now, idempotency_key
-    )
+    event, created = events.publish(session, club, body.event, body.data, now, idempotency_key)
     return event.id, created
 
 
 def _put_program(
     session: Session, slug: str, program_id: str, body: program_wire.ProgramData, now: datetime
-) -> tuple[models.Program, program_service.Outcome]:
+) -> tuple[models.Program, programs.Upserted]:
     club = clubs.get_club(session, slug)
-    return program_service.put_program(session, club, program_id, body, now)
+    return programs.put_program(session, club, program_id, body, now)
 
 
 def _replay(
@@ -340,7 +336,7 @@ def _replay(
 
 
 def _delete_program(session: Session, slug: str, program_id: str) -> None:
-    program_service.delete_program(session, clubs.get_club(session, slug), program_id)
+    programs.delete_program(session, clubs.get_club(session, slug), program_id)
 
 
 def _platform_guard(request: Request) -> None:

@@ -8,7 +8,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from clubwire.domain import delivery_rules, event_catalog, rates, scopes, timestamps
+from clubwire.domain import delivering, event_catalog, max_rates, scopes, timestamps
 
 
 def human_time(moment: datetime) -> str:
@@ -28,14 +28,14 @@ def environment() -> jinja2.Environment:
     )
     env.filters["iso"] = timestamps.to_wire
     env.filters["human"] = human_time
-    env.filters["rate"] = rates.in_words
+    env.filters["rate"] = max_rates.in_words
     env.globals.update(
         SCOPES=scopes.ALL,
         EVENTS=event_catalog.SUBSCRIBABLE,
         EVENTS_FOR_STAFF=event_catalog.FOR_STAFF,
-        DEAD_LIMIT=delivery_rules.DEAD_IN_A_ROW_LIMIT,
-        RATES=(rates.LOWEST, rates.HIGHEST),
-        retryable=delivery_rules.retryable,
+        DEAD_LIMIT=delivering.DEAD_IN_A_ROW_LIMIT,
+        RATES=(max_rates.LOWEST, max_rates.HIGHEST),
+        retryable=delivering.retryable,
     )
     return env
 

@@ -11,7 +11,7 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from clubwire.domain import rates
+from clubwire.domain import max_rates
 from clubwire.services import endpoints
 from clubwire.services.delivery import deliveries, pings
 from clubwire.services.staff import flashes
@@ -40,7 +40,7 @@ class EndpointForm(ui_base.FormFields):
             max_rate=self.rate,
         )
 
-    def rate(self) -> rates.MaxRate:
+    def rate(self) -> max_rates.MaxRate:
         return endpoints.read_max_rate(self.max_rate)
 
     @classmethod

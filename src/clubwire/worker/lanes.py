@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from clubwire.domain.jobs import Job, Result
+from clubwire.domain.delivering import Job, Result
 from clubwire.settings import Settings
 from clubwire.storage.queue import START, Claimed, LeasedLane, Place, Want
 

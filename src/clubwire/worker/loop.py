@@ -23,8 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import ids
 from clubwire.domain import timestamps
-from clubwire.domain.jobs import Job, Result
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain.delivering import Job, Result, RetrySchedule
 from clubwire.services.delivery import claims, records
 from clubwire.services.delivery.attempts import Attempter
 from clubwire.services.mail import notifications

@@ -1,4 +1,4 @@
-"""The worker's email sender: takes the outbox's due emails one at a time
+"""The worker's mailer: takes the outbox's due emails one at a time
 (``services.mail.outbox``) and hands each to the SMTP server with the standard library's
 ``smtplib``, on a thread of its own, so a slow or dead mail server holds up nothing but
 the emails (each try is bounded by ``CLUBWIRE_ATTEMPT_TIMEOUT`` per step of the SMTP
@@ -60,7 +60,7 @@ class Transport:
         return smtplib.SMTP(server.host, server.port, timeout=self._timeout)
 
 
-class Sender:
+class Mailer:
     """Sends the outbox's emails one by one: take (leased), send, mark sent or failed."""
 
     def __init__(
@@ -73,7 +73,7 @@ class Sender:
         self._sessions = sessions
         self._transport = transport
         self._clock = clock
-        self._sender = settings.mail_from or ""
+        self._mail_from = settings.mail_from or ""
         self._lease = timedelta(seconds=settings.lease_seconds)
 
     def send_next(self) -> bool:
@@ -82,9 +82,9 @@ class Sender:
         taken = outbox.take(self._sessions, self._clock(), self._lease)
         if taken is None:
             return False
-        message_id = emails.message_id(taken.id, self._sender)
+        message_id = emails.message_id(taken.id, self._mail_from)
         message = emails.compose(
-            self._sender, taken.recipient, taken.draft, message_id, taken.created_at
+            self._mail_from, taken.recipient, taken.draft, message_id, taken.created_at
         )
         try:
             self._transport.send(message)
@@ -110,24 +110,24 @@ def describe(error: Exception) -> str:
     return type(error).__name__
 
 
-def sender_for(
+def mailer_for(
     settings: Settings, sessions: sessionmaker[Session], clock: Callable[[], datetime]
-) -> Sender | None:
-    """The sender, or None when email is off."""
+) -> Mailer | None:
+    """The mailer, or None when email is off."""
     server = settings.mail_server
     if server is None:
         return None
     transport = Transport(server, outbound.tls_context(settings), settings.attempt_timeout)
-    return Sender(settings, sessions, transport, clock)
+    return Mailer(settings, sessions, transport, clock)
 
 
-async def keep_sending(sender: Sender, stop: asyncio.Event) -> None:
+async def keep_sending(mailer: Mailer, stop: asyncio.Event) -> None:
     """Send due emails until ``stop`` is set (an email being sent is finished first)."""
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(1, thread_name_prefix="clubwire-mail") as thread:
         while not stop.is_set():
             try:
-                busy = await loop.run_in_executor(thread, sender.send_next)
+                busy = await loop.run_in_executor(thread, mailer.send_next)
             except Exception:
                 log.exception("the email outbox could not be read; trying again shortly")
                 busy = False

@@ -36,9 +36,9 @@ async def running(
             asyncio.create_task(worker.run(stop)),
             asyncio.create_task(retention.keep_pruning(settings, sessions, clock, stop)),
         ]
-        sender = mail.sender_for(settings, sessions, clock)
-        if sender is not None:
-            tasks.append(asyncio.create_task(mail.keep_sending(sender, stop)))
+        mailer = mail.mailer_for(settings, sessions, clock)
+        if mailer is not None:
+            tasks.append(asyncio.create_task(mail.keep_sending(mailer, stop)))
         try:
             yield worker
         finally:

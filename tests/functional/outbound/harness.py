@@ -25,7 +25,7 @@ from typing import Self, TypeVar
 import trustme
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from clubwire.services.delivery.outbound import Outcome, Sender
+from clubwire.services.delivery.outbound import Answer, Sender
 from clubwire.settings import Settings
 from tests.conftest import make_settings
 
@@ -261,7 +261,7 @@ def run(coroutine: Coroutine[object, object, T]) -> T:
     return asyncio.run(coroutine)
 
 
-async def post(settings: Settings, url: str, resolver: AbstractResolver | None = None) -> Outcome:
+async def post(settings: Settings, url: str, resolver: AbstractResolver | None = None) -> Answer:
     async with Sender(settings, resolver) as sender:
         return await sender.post(url, BODY, HEADERS)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from clubwire.services.delivery.outbound import Outcome, Sender
+from clubwire.services.delivery.outbound import Answer, Sender
 from tests.functional.outbound.harness import (
     BODY,
     DEADLINE,
@@ -39,7 +39,7 @@ from tests.ports import free_port
 
 
 def test_a_2xx_answer_is_a_success_with_an_excerpt(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200, b'{"received":true}'), tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url()), receiver
 
@@ -56,7 +56,7 @@ def test_a_2xx_answer_is_a_success_with_an_excerpt(tmp_path: Path, tls: Tls) -> 
 
 
 def test_connections_are_kept_alive_between_attempts(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> tuple[list[Outcome], Receiver]:
+    async def scenario() -> tuple[list[Answer], Receiver]:
         async with (
             Receiver(answering(204), tls.server) as receiver,
             Sender(settings_for(tmp_path, tls)) as sender,
@@ -71,7 +71,7 @@ def test_connections_are_kept_alive_between_attempts(tmp_path: Path, tls: Tls) -
 
 
 def test_a_non_2xx_answer_is_a_failure_without_an_error(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(answering(500, b"oops <b>"), tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -85,7 +85,7 @@ def test_a_non_2xx_answer_is_a_failure_without_an_error(tmp_path: Path, tls: Tls
 
 
 def test_a_silent_receiver_times_out_at_the_deadline(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(silent, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -97,7 +97,7 @@ def test_a_silent_receiver_times_out_at_the_deadline(tmp_path: Path, tls: Tls) -
 
 
 def test_a_trickling_status_line_times_out(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(trickling(response(200, b"fine")), tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -108,7 +108,7 @@ def test_a_trickling_status_line_times_out(tmp_path: Path, tls: Tls) -> None:
 
 
 def test_a_trickling_body_times_out_even_after_a_200(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(trickle_body, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -122,7 +122,7 @@ def test_a_trickling_body_times_out_even_after_a_200(tmp_path: Path, tls: Tls) -
 
 
 def test_control_characters_in_an_answer_are_escaped(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(answering(200, b"ok\x00\x1b\xffdone\n"), tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -130,7 +130,7 @@ def test_control_characters_in_an_answer_are_escaped(tmp_path: Path, tls: Tls) -
 
 
 def test_an_endless_body_is_read_up_to_64_kib_then_dropped(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(endless, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -142,7 +142,7 @@ def test_an_endless_body_is_read_up_to_64_kib_then_dropped(tmp_path: Path, tls: 
 
 
 def test_a_long_body_is_cut_and_its_connection_not_reused(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> tuple[list[Outcome], Receiver]:
+    async def scenario() -> tuple[list[Answer], Receiver]:
         body = "é".encode() * 100_000
         async with (
             Receiver(answering(200, body), tls.server) as receiver,
@@ -161,7 +161,7 @@ def test_a_long_body_is_cut_and_its_connection_not_reused(tmp_path: Path, tls: T
 
 
 def test_a_reset_mid_response_is_a_connection_reset(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(resetting, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -172,7 +172,7 @@ def test_a_reset_mid_response_is_a_connection_reset(tmp_path: Path, tls: Tls) ->
 
 
 def test_a_close_mid_body_is_an_incomplete_body(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(closing_mid_body, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -188,7 +188,7 @@ def test_a_closed_port_is_connection_refused(tmp_path: Path, tls: Tls) -> None:
 
 
 def test_an_answer_that_is_not_http_is_an_invalid_response(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> Outcome:
+    async def scenario() -> Answer:
         async with Receiver(garbage, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url())
 
@@ -198,7 +198,7 @@ def test_an_answer_that_is_not_http_is_an_invalid_response(tmp_path: Path, tls: 
 def test_a_certificate_from_an_unknown_ca_is_refused(tmp_path: Path, tls: Tls) -> None:
     stranger = server_context(trustme.CA().issue_cert("localhost", "127.0.0.1"))
 
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), stranger) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url()), receiver
 
@@ -212,7 +212,7 @@ def test_a_certificate_from_an_unknown_ca_is_refused(tmp_path: Path, tls: Tls) -
 def test_a_certificate_for_another_name_is_refused(tmp_path: Path, tls: Tls, host: str) -> None:
     other = server_context(tls.ca.issue_cert("other.example"))
 
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), other) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url(host)), receiver
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clubwire.domain import addresses
-from clubwire.services.delivery.outbound import Outcome
+from clubwire.services.delivery.outbound import Answer
 from tests.functional.outbound.harness import Receiver, StubResolver, Tls, answering, post, run
 from tests.functional.outbound.harness import settings_for as settings_in
 from tests.functional.outbound.test_targets import LOCALLY_REACHABLE
@@ -21,11 +21,11 @@ WIDE_NAME = "ｈｏｏｋ\u3002ｅｘａｍｐｌｅ"  # hook.example, full-widt
 CIRCLED_LOCALHOST = "\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3"
 
 
-def _post_to(tmp_path: Path, tls: Tls, host: str, *, allow_private: bool) -> tuple[Outcome, int]:
+def _post_to(tmp_path: Path, tls: Tls, host: str, *, allow_private: bool) -> tuple[Answer, int]:
     """One attempt at ``host`` on a receiver listening on every local IPv4 address; the
     outcome and the connections that receiver accepted."""
 
-    async def scenario() -> tuple[Outcome, int]:
+    async def scenario() -> tuple[Answer, int]:
         async with Receiver(answering(200), tls.server, host="0.0.0.0") as receiver:
             settings = settings_in(tmp_path, tls, allow_private=allow_private)
             outcome = await post(settings, receiver.url(host))
@@ -60,7 +60,7 @@ def test_a_spelled_literal_is_refused_even_where_private_targets_are_allowed(
 def test_a_name_spelled_wide_is_looked_up_as_the_client_reads_it(tmp_path: Path, tls: Tls) -> None:
     stub = StubResolver(["127.0.0.1"])
 
-    async def scenario() -> tuple[Outcome, Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Answer, Receiver]:
         async with Receiver(answering(200), tls.server) as receiver:
             url = receiver.url(WIDE_NAME)
             blocked = await post(settings_in(tmp_path, tls, allow_private=False), url, stub)

@@ -15,7 +15,7 @@ import pytest
 from aiohttp.abc import ResolveResult
 
 from clubwire.domain import addresses
-from clubwire.services.delivery.outbound import Blocked, Outcome, PublicResolver, Sender
+from clubwire.services.delivery.outbound import Answer, Blocked, PublicResolver, Sender
 from tests.functional.outbound.harness import (
     BODY,
     HEADERS,
@@ -54,7 +54,7 @@ V4_SPELLINGS = ["127.0.0.1", "2130706433", "0x7f.1", "017700000001", "0177.0.0.1
 def test_loopback_literals_are_blocked_without_a_connection(
     tmp_path: Path, tls: Tls, host: str
 ) -> None:
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), tls.server) as receiver:
             settings = settings_for(tmp_path, tls, allow_private=False)
             return await post(settings, receiver.url(host)), receiver
@@ -75,7 +75,7 @@ def test_ipv6_loopback_literals_are_blocked_and_reachable_only_when_allowed(
     if not ipv6_available():
         pytest.skip("no IPv6 loopback here")
 
-    async def scenario() -> tuple[Outcome, Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Answer, Receiver]:
         async with Receiver(answering(200), tls.server, host=listen) as receiver:
             url = receiver.url(host)
             blocked = await post(settings_for(tmp_path, tls, allow_private=False), url)
@@ -92,7 +92,7 @@ def test_ipv6_loopback_literals_are_blocked_and_reachable_only_when_allowed(
 
 
 def test_a_name_resolving_to_loopback_is_blocked_by_the_resolver(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), tls.server) as receiver:
             settings = settings_for(tmp_path, tls, allow_private=False)
             return await post(settings, receiver.url("localhost")), receiver
@@ -117,7 +117,7 @@ def literal_host(address: str) -> str:
 def test_a_literal_address_in_any_non_global_range_is_never_connected(
     tmp_path: Path, tls: Tls, address: str
 ) -> None:
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), tls.server, host="0.0.0.0") as receiver:
             settings = settings_for(tmp_path, tls, allow_private=False)
             return await post(settings, receiver.url(literal_host(address))), receiver
@@ -135,7 +135,7 @@ def test_a_name_resolving_into_any_non_global_range_is_never_connected(
 ) -> None:
     stub = StubResolver([address])
 
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), tls.server, host="0.0.0.0") as receiver:
             settings = settings_for(tmp_path, tls, allow_private=False)
             return await post(settings, receiver.url("hook.example"), stub), receiver
@@ -197,7 +197,7 @@ def test_a_mixed_answer_connects_only_to_the_checked_public_address(
 ) -> None:
     stub = StubResolver(["127.0.0.1", PUBLIC])
 
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), tls.server) as receiver:
             settings = settings_for(tmp_path, tls, allow_private=False)
             return await post(settings, receiver.url("hook.example"), stub), receiver
@@ -213,7 +213,7 @@ def test_dns_rebinding_never_reaches_the_private_address(tmp_path: Path, tls: Tl
     """First lookup public, every later one 127.0.0.1: no attempt ever reaches 127.0.0.1."""
     stub = StubResolver([PUBLIC], ["127.0.0.1"])
 
-    async def scenario() -> tuple[list[Outcome], Receiver]:
+    async def scenario() -> tuple[list[Answer], Receiver]:
         async with (
             Receiver(answering(200), tls.server) as receiver,
             Sender(settings_for(tmp_path, tls, allow_private=False), stub) as sender,
@@ -235,7 +235,7 @@ def test_with_private_targets_allowed_the_resolved_address_is_reached(
     """``hook.example`` exists only in the stub: the connection goes where it said."""
     stub = StubResolver(["127.0.0.1"])
 
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200, b"hi"), tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url("hook.example"), stub), (
                 receiver
@@ -253,7 +253,7 @@ def test_with_private_targets_allowed_the_resolved_address_is_reached(
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_redirects_are_not_followed(tmp_path: Path, tls: Tls, status: int) -> None:
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         handler = answering(status, b"moved", f"Location: {METADATA}")
         async with Receiver(handler, tls.server) as receiver:
             return await post(settings_for(tmp_path, tls), receiver.url()), receiver
@@ -268,7 +268,7 @@ def test_redirects_are_not_followed(tmp_path: Path, tls: Tls, status: int) -> No
 
 
 def test_a_redirect_to_a_reachable_local_target_is_not_followed(tmp_path: Path, tls: Tls) -> None:
-    async def scenario() -> tuple[Outcome, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver]:
         async with Receiver(answering(200), tls.server) as target:
             handler = answering(302, b"", f"Location: {target.url()}")
             async with Receiver(handler, tls.server) as receiver:
@@ -288,7 +288,7 @@ def test_proxy_environment_variables_are_ignored(
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
 
-    async def scenario() -> tuple[Outcome, Receiver, Receiver]:
+    async def scenario() -> tuple[Answer, Receiver, Receiver]:
         async with (
             Receiver(hang_up, None) as proxy,
             Receiver(answering(200), tls.server) as receiver,

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from clubwire import errors
 from clubwire.domain import key_format, scopes, timestamps
 from clubwire.services import programs
-from clubwire.services.club_api import keys as key_service
+from clubwire.services.club_api import keys
 from clubwire.storage import fastpath
 
 KEY_IN_URL = (
@@ -108,14 +108,14 @@ class ApiAccess:
 
     async def _note_use(self, key_id: str, now: datetime, client: ApiClient | None) -> None:
         last = self._last_noted.get(key_id)
-        if last is not None and now - last < key_service.LAST_USED_RESOLUTION:
+        if last is not None and now - last < keys.LAST_USED_RESOLUTION:
             return
         self._last_noted[key_id] = now
         await run_in_threadpool(self._write_use, key_id, now, client or _UNKNOWN_CLIENT)
 
     def _write_use(self, key_id: str, now: datetime, client: ApiClient) -> None:
         with self._sessions.begin() as session:
-            key_service.note_use(session, key_id, now, client.address, client.user_agent)
+            keys.note_use(session, key_id, now, client.address, client.user_agent)
 
 
 def _presented_key(authorization: str | None, query: bytes) -> key_format.ParsedKey:

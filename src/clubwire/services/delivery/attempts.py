@@ -11,9 +11,8 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from clubwire import logs, signing
-from clubwire.domain import delivery_rules, event_catalog, jobs, standard_signing, timestamps
-from clubwire.domain.jobs import Job, Result
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain import delivering, event_catalog, standard_signing, timestamps
+from clubwire.domain.delivering import Job, Result, RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.delivery.outbound import Sender
 from clubwire.services.metrics import Metrics
@@ -59,18 +58,19 @@ class Attempter:
     async def attempt(self, job: Job) -> Result:
         started = self._clock()
         secret = self._open(job.secret_sealed)
-        outcome = await self._sender.post(
+        answer = await self._sender.post(
             job.url, job.body, headers(job, secret, int(started.timestamp()))
         )
+        verdict = delivering.judge(job, answer.ok, self._clock(), self._schedule, random.random())
         result = Result(
             job=job,
             started_at=started,
-            ok=outcome.ok,
-            response_code=outcome.status,
-            error=outcome.error,
-            duration_ms=outcome.duration_ms,
-            excerpt=outcome.excerpt,
-            verdict=jobs.judge(job, outcome.ok, self._clock(), self._schedule, random.random()),
+            ok=answer.ok,
+            response_code=answer.status,
+            error=answer.error,
+            duration_ms=answer.duration_ms,
+            excerpt=answer.excerpt,
+            verdict=verdict,
         )
         self._tell(result)
         return result
@@ -78,7 +78,7 @@ class Attempter:
     def _tell(self, result: Result) -> None:
         """The attempt's log line and metrics."""
         job = result.job
-        outcome = delivery_rules.outcome(result.verdict, result.ok)
+        outcome = delivering.outcome(result.verdict, result.ok)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
         if not logs.enabled():
             return

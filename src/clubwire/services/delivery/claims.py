@@ -16,10 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, ids
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.domain.jobs import Job
-from clubwire.services import endpoints as endpoint_service
-from clubwire.services.delivery import events as event_service
+from clubwire.domain.delivering import Job, Status, Trigger
+from clubwire.services import endpoints
+from clubwire.services.delivery import events
 from clubwire.storage import database, queue
 from clubwire.storage.models import Club, Delivery
 from clubwire.storage.queue import Claimed, LeasedLane, Link, Want
@@ -53,7 +52,7 @@ def take_lanes(
     found = [described[endpoint_id] for endpoint_id in dict.fromkeys([*taken, *kept])]
     closed = [lane.endpoint_id for lane in found if not lane.open]
     if closed:
-        endpoint_service.skip_waiting(session, Delivery.endpoint_id.in_(closed), now)
+        endpoints.skip_waiting(session, Delivery.endpoint_id.in_(closed), now)
         deliveries.give_back(connection, closed, token, now)
     return [lane for lane in found if lane.open]
 
@@ -94,11 +93,11 @@ def create_test_job(
     Its data is the catalog's ``ping`` sample, the very one the receivers' guide shows."""
     if not club.webhooks_enabled:
         raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
-    endpoint = endpoint_service.get_endpoint(session, club.id, endpoint_id)
+    endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
     payload = event_catalog.validate(
         event_catalog.PING, event_catalog.sample(event_catalog.PING, now)
     )
-    event = event_service.record_event(session, club, event_catalog.PING, payload, now)
+    event = events.record_event(session, club, event_catalog.PING, payload, now)
     delivery = Delivery(
         id=ids.new_sorted_id("dlv", now),
         club_id=club.id,

@@ -11,9 +11,9 @@ from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from clubwire import errors
-from clubwire.domain import delivery_rules, timestamps
+from clubwire.domain import delivering, timestamps
+from clubwire.domain.delivering import Status, Trigger
 from clubwire.domain.delivery_pages import PAGE_SIZE, Cursor, Filters
-from clubwire.domain.delivery_rules import Status, Trigger
 from clubwire.storage import queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
@@ -170,7 +170,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
         raise errors.InvalidInput("Webhooks & API are not enabled for this club.")
     if not endpoint.enabled:
         raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
-    if not delivery_rules.retryable(delivery.event.kind):
+    if not delivering.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
     delivery.next_attempt_at = now
     delivery.next_trigger = Trigger.MANUAL

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Status
+from clubwire.domain.delivering import Status
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Club, Endpoint, Event
 

@@ -93,10 +93,12 @@ class PublicResolver(AbstractResolver):
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one attempt came to. ``error`` and ``excerpt`` are safe to store (valid Unicode,
-    control characters escaped, cut to their columns' sizes, ``records.ERROR_LIMIT`` and
-    ``records.EXCERPT_LIMIT``); HTML-escape them where they are shown."""
+class Answer:
+    """What the receiver answered to one post: its status code, or ``error`` when there was no
+    answer to take (refused, timed out, blocked, no TLS). ``error`` and ``excerpt`` are safe to
+    store (valid Unicode, control characters escaped, cut to their columns' sizes,
+    ``records.ERROR_LIMIT`` and ``records.EXCERPT_LIMIT``); HTML-escape them where they are
+    shown."""
 
     status: int | None
     error: str | None
@@ -166,20 +168,20 @@ class Sender:
             await self._resolver.close()
             self._resolver = None
 
-    async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> Outcome:
-        """One attempt; network, TLS, HTTP and address problems come back as the outcome."""
+    async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> Answer:
+        """One attempt; network, TLS, HTTP and address problems come back as the answer."""
         session = self._open_session()
         started = time.monotonic()
         attempt = _Attempt()
         target = self._target(url)
         if isinstance(target, str):
             attempt.error = target
-            return attempt.outcome(started)
+            return attempt.answer(started)
         try:
             await self._exchange(session, attempt, target, body, headers)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             attempt.error = error_words(exc)
-        return attempt.outcome(started)
+        return attempt.answer(started)
 
     def _check(self, url: str) -> yarl.URL | str:
         """The URL to send to, as checked; or why it is refused."""
@@ -223,12 +225,12 @@ class _Attempt:
     error: str | None = None
     body: bytearray = field(default_factory=bytearray)
 
-    def outcome(self, started: float) -> Outcome:
-        """The outcome; every error's words end here, so this is where they are made safe
+    def answer(self, started: float) -> Answer:
+        """The answer; every error's words end here, so this is where they are made safe
         (and cut to their column), once for the whole pipeline."""
         duration_ms = round((time.monotonic() - started) * 1000)
         error = None if self.error is None else text.cleaned(self.error, records.ERROR_LIMIT)
-        return Outcome(self.status, error, duration_ms, excerpt(self.body))
+        return Answer(self.status, error, duration_ms, excerpt(self.body))
 
 
 def excerpt(body: bytes | bytearray) -> str:

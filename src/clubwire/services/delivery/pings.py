@@ -12,9 +12,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import event_catalog, jobs, timestamps
-from clubwire.domain.delivery_rules import Status
-from clubwire.domain.retry import RetrySchedule
+from clubwire.domain import delivering, event_catalog, timestamps
+from clubwire.domain.delivering import RetrySchedule, Status
 from clubwire.services import clubs, secret_keys
 from clubwire.services.delivery import claims, records
 from clubwire.services.delivery.attempts import Attempter
@@ -29,17 +28,17 @@ async def send_test(
     club_id: str,
     endpoint_id: str,
     clock: Callable[[], datetime] = timestamps.utc_now,
-) -> jobs.Result:
+) -> delivering.Result:
     """A ``ping`` to one endpoint, one attempt, recorded, its result returned (refused first
     when the secret key cannot open the stored secrets)."""
     lease = timedelta(seconds=settings.lease_seconds)
 
-    def create() -> jobs.Job:
+    def create() -> delivering.Job:
         with sessions.begin() as session:
             club = clubs.get_club_by_id(session, club_id)
             return claims.create_test_job(session, club, endpoint_id, clock(), lease)
 
-    def record(result: jobs.Result) -> None:
+    def record(result: delivering.Result) -> None:
         schedule = RetrySchedule(settings.retry_schedule)
         for refused in records.record_batch(sessions, [result], schedule, clock()):
             records.tell_refused(refused)
@@ -78,5 +77,5 @@ def _outcome(test: Delivery, attempt: Attempt | None) -> PingOutcome:
     if attempt is None:
         return PingOutcome(None, "Test: sending")
     ok = test.status == Status.SUCCEEDED
-    words = jobs.plain_attempt(ok, attempt.response_code, attempt.duration_ms, attempt.error)
+    words = delivering.plain_attempt(ok, attempt.response_code, attempt.duration_ms, attempt.error)
     return PingOutcome(ok, f"Test: {words}" if ok else f"Test {words}")

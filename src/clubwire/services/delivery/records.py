@@ -18,11 +18,9 @@ from datetime import datetime
 from sqlalchemy import Boolean, Integer, bindparam, case, exc, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import delivery_rules, jobs
-from clubwire.domain.delivery_rules import Trigger
-from clubwire.domain.jobs import Result
-from clubwire.domain.retry import RetrySchedule
-from clubwire.services import endpoints as endpoint_service
+from clubwire.domain import delivering
+from clubwire.domain.delivering import Result, RetrySchedule, Trigger
+from clubwire.services import endpoints
 from clubwire.services.mail import notifications
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Delivery, Endpoint
@@ -106,7 +104,7 @@ def tell_refused(refused: Refused) -> None:
 def _stand_in(result: Result, schedule: RetrySchedule, now: datetime) -> Result:
     """What is recorded for a result the database refused: a failed attempt with a generic
     error and nothing of what the receiver said, moved on by the schedule as failures are."""
-    verdict = jobs.judge(result.job, False, now, schedule, random.random())
+    verdict = delivering.judge(result.job, False, now, schedule, random.random())
     return dataclasses.replace(
         result, ok=False, response_code=None, error=UNRECORDABLE, excerpt="", verdict=verdict
     )
@@ -220,11 +218,11 @@ def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) ->
         .where(
             Endpoint.id.in_(endpoint_ids),
             Endpoint.enabled.is_(True),
-            Endpoint.dead_in_a_row >= delivery_rules.DEAD_IN_A_ROW_LIMIT,
+            Endpoint.dead_in_a_row >= delivering.DEAD_IN_A_ROW_LIMIT,
         )
         .values(
             enabled=False,
-            disabled_reason=delivery_rules.SWITCHED_OFF_REASON,
+            disabled_reason=delivering.SWITCHED_OFF_REASON,
             disabled_at=now,
             updated_at=now,
         )
@@ -232,5 +230,5 @@ def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) ->
         execution_options={"synchronize_session": False},
     ).all()
     if switched:
-        endpoint_service.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
+        endpoints.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
     return switched

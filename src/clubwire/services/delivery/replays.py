@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors
 from clubwire.domain import event_catalog
-from clubwire.domain.delivery_rules import Trigger
+from clubwire.domain.delivering import Trigger
 from clubwire.domain.replay_window import Replay, Window
 from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint, Event

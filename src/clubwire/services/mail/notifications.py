@@ -19,8 +19,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors
-from clubwire.domain import delivery_rules, emails
-from clubwire.domain.jobs import Result
+from clubwire.domain import delivering, emails
+from clubwire.domain.delivering import Result
 from clubwire.services.mail import outbox
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, ClubAdmin, Endpoint, User
@@ -60,9 +60,9 @@ class FailureMail:
         for endpoint_id, url, enabled, dead, club in rows:
             facts = _facts(self.public_url, club, endpoint_id, url, died[endpoint_id])
             if endpoint_id in switched:
-                chosen = emails.switched_off(facts, delivery_rules.DEAD_IN_A_ROW_LIMIT)
+                chosen = emails.switched_off(facts, delivering.DEAD_IN_A_ROW_LIMIT)
             elif enabled and dead - died[endpoint_id].count < emails.WARN_AT <= dead:
-                chosen = emails.failing(facts, dead, delivery_rules.DEAD_IN_A_ROW_LIMIT)
+                chosen = emails.failing(facts, dead, delivering.DEAD_IN_A_ROW_LIMIT)
             else:
                 continue
             outbox.enqueue(session, club.id, recipients(session, club.id), chosen, now)

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from clubwire.domain import sealing
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
-from clubwire.storage.models import Flash as FlashRow
+from clubwire.storage import models
 
 LIFETIME = timedelta(minutes=5)  # the redirect is followed at once: this is ample
 
@@ -37,12 +37,12 @@ class Flash:
 
 
 _TAKEN = (
-    FlashRow.id,
-    FlashRow.created_at,
-    FlashRow.kind,
-    FlashRow.subject,
-    FlashRow.words,
-    FlashRow.secret_sealed,
+    models.Flash.id,
+    models.Flash.created_at,
+    models.Flash.kind,
+    models.Flash.subject,
+    models.Flash.words,
+    models.Flash.secret_sealed,
 )
 
 
@@ -52,7 +52,7 @@ def add(session: Session, settings: Settings, session_id: str, flash: Flash, now
     if flash.secret is not None:
         sealed = secret_keys.sealer(session, settings).seal(flash.secret)
     session.add(
-        FlashRow(
+        models.Flash(
             session_hash=session_id,
             created_at=now,
             kind=flash.kind,
@@ -67,10 +67,10 @@ def take(session: Session, settings: Settings, session_id: str, now: datetime) -
     """The session's flashes, oldest first, deleted as they are read (stale ones too). A
     page with none to show (most pages) only reads: no write, so no wait for SQLite's one
     writer."""
-    mine = FlashRow.session_hash == session_id
-    if session.scalar(select(FlashRow.id).where(mine).limit(1)) is None:
+    mine = models.Flash.session_hash == session_id
+    if session.scalar(select(models.Flash.id).where(mine).limit(1)) is None:
         return []
-    taken = session.execute(delete(FlashRow).where(mine).returning(*_TAKEN)).all()
+    taken = session.execute(delete(models.Flash).where(mine).returning(*_TAKEN)).all()
     fresh = sorted(row for row in taken if row.created_at > now - LIFETIME)
     if not fresh:
         return []
@@ -82,8 +82,8 @@ def take(session: Session, settings: Settings, session_id: str, now: datetime) -
 
 def stale(now: datetime, batch: int) -> Delete:
     """Deletes up to ``batch`` flashes too old to be shown (for ``services.retention``)."""
-    chosen = select(FlashRow.id).where(FlashRow.created_at <= now - LIFETIME).limit(batch)
-    return delete(FlashRow).where(FlashRow.id.in_(chosen.with_for_update(skip_locked=True)))
+    chosen = select(models.Flash.id).where(models.Flash.created_at <= now - LIFETIME).limit(batch)
+    return delete(models.Flash).where(models.Flash.id.in_(chosen.with_for_update(skip_locked=True)))
 
 
 def _opened(sealer: sealing.Sealer, sealed: str | None) -> str | None:

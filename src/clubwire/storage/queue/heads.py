@@ -23,8 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain.delivery_rules import Status, Trigger
-from clubwire.domain.jobs import Job, Result
+from clubwire.domain.delivering import Job, Result, Status, Trigger
 from clubwire.storage import tables
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.link import Link

@@ -10,8 +10,7 @@ from datetime import datetime
 import orjson
 from sqlalchemy import Dialect, bindparam
 
-from clubwire.domain.delivery_rules import Trigger
-from clubwire.domain.jobs import Result
+from clubwire.domain.delivering import Result, Trigger
 from clubwire.storage.types import UTCDateTime
 
 _Stored = Callable[[datetime | None], object]

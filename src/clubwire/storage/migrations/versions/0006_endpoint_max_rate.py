@@ -5,7 +5,7 @@ Revises: 0005
 Create Date: 2026-11-25
 
 NULL, no limit, for every endpoint already there; staff set it per endpoint (1 to 1000,
-``domain/rates.py``), and the delivery engine holds its workers to it.
+``domain/max_rates.py``), and the delivery engine holds its workers to it.
 """
 
 from __future__ import annotations

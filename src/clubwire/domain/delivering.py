@@ -1,0 +1,169 @@
+"""A delivery's life as pure rules (DESIGN §6): its states, what the delivery engine passes
+between its steps (claim → attempt → judge → record) as plain values with no database or
+network behind them, the retry schedule (SPEC §8), and the one ``judge`` of an attempt.
+
+Each retry comes due a little after its step, by a share of the step the caller draws at
+random (never earlier than the step, at most 10 % of it later), so that the deliveries of an
+endpoint that failed together do not all come due in the same second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from clubwire.domain import event_catalog
+
+DEAD_IN_A_ROW_LIMIT = 5
+SWITCHED_OFF_REASON = f"Switched off after {DEAD_IN_A_ROW_LIMIT} dead deliveries in a row"
+SPREAD = 0.1  # a retry comes due at most this share of its step after the step
+TOO_MANY_REQUESTS = 429
+SERVER_ERROR = 500  # and above
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    SKIPPED = "skipped"
+
+
+class Trigger(StrEnum):
+    SCHEDULED = "scheduled"
+    MANUAL = "manual"
+    TEST = "test"
+
+
+class Outcome(StrEnum):
+    """One attempt's outcome in a word, for metrics and logs."""
+
+    SUCCEEDED = "succeeded"  # a 2xx answer
+    RETRYING = "retrying"  # failed; the next attempt is scheduled
+    DEAD = "dead"  # failed; the delivery has no attempt left
+    FAILED = "failed"  # failed; nothing follows (a Send test, a manual attempt of a finished one)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySchedule:
+    """Attempt 1 is immediate; after failed attempt n the next is due ``delays[n - 1]`` later.
+
+    With the default five delays, a failed sixth attempt makes the delivery dead.
+    """
+
+    delays: tuple[int, ...] = (60, 300, 1800, 7200, 43200)
+    spread: float = SPREAD
+
+    def delay_after(self, attempts_made: int, draw: float) -> timedelta | None:
+        """How long to wait after ``attempts_made`` failed attempts; ``None`` means give up.
+
+        ``draw`` (0 ≤ draw < 1, the caller's randomness) places the wait within its spread:
+        the step, plus ``draw × spread`` of it.
+        """
+        if attempts_made < 1 or attempts_made > len(self.delays):
+            return None
+        step = self.delays[attempts_made - 1]
+        return timedelta(seconds=step * (1 + self.spread * draw))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where a delivery goes after an attempt, and what that means for its endpoint."""
+
+    status: Status
+    next_attempt_at: datetime | None
+    became_dead: bool = False
+    counts_as_success: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed delivery: everything one attempt needs. ``lease_until`` is when the lease of
+    its endpoint's lane (``lease``, the lease's token) runs out, as it stood at the claim;
+    a Send test has no lane (``lease`` is None)."""
+
+    delivery_id: str
+    club_id: str
+    endpoint_id: str
+    kind: str
+    url: str
+    secret_sealed: str
+    body: bytes
+    status: Status
+    attempts_made: int
+    trigger: Trigger
+    lease_until: datetime
+    lease: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one attempt of a job gave, and where it moves the delivery (``verdict``, judged
+    once, when the attempt ends); ``error`` and ``excerpt`` already safe to store and show
+    (``services.delivery.outbound`` cuts and cleans them where they enter)."""
+
+    job: Job
+    started_at: datetime
+    ok: bool
+    response_code: int | None
+    error: str | None
+    duration_ms: int
+    excerpt: str
+    verdict: Verdict
+
+    @property
+    def strains(self) -> bool:
+        """Whether the endpoint seems unable to take more now: no answer (refused, timed out,
+        no TLS), 429 Too Many Requests or a 5xx. Any other failure is the message's own."""
+        code = self.response_code
+        return not self.ok and (code is None or code == TOO_MANY_REQUESTS or code >= SERVER_ERROR)
+
+
+def judge(job: Job, ok: bool, now: datetime, schedule: RetrySchedule, draw: float) -> Verdict:
+    """Where an attempt of ``job`` that was ``ok`` or not, ending ``now``, moves its delivery.
+
+    ``draw`` (0 ≤ draw < 1, at random) places a retry within its step's spread
+    (:meth:`RetrySchedule.delay_after`), so that one endpoint's retries do not come due
+    together. A Send test never moves the dead-in-a-row count; a manual attempt on a finished
+    delivery leaves it as it was when it fails.
+    """
+    if job.trigger is Trigger.TEST:
+        return Verdict(Status.SUCCEEDED if ok else Status.DEAD, None)
+    if ok:
+        return Verdict(Status.SUCCEEDED, None, counts_as_success=True)
+    if job.status is not Status.PENDING:
+        return Verdict(job.status, None)
+    delay = schedule.delay_after(job.attempts_made + 1, draw)
+    if delay is None:
+        return Verdict(Status.DEAD, None, became_dead=True)
+    return Verdict(Status.PENDING, now + delay)
+
+
+def outcome(verdict: Verdict, ok: bool) -> Outcome:
+    """What an attempt that was ``ok`` or not, judged ``verdict``, came to."""
+    if ok:
+        return Outcome.SUCCEEDED
+    if verdict.became_dead:
+        return Outcome.DEAD
+    if verdict.status is Status.PENDING:
+        return Outcome.RETRYING
+    return Outcome.FAILED
+
+
+def retryable(kind: str) -> bool:
+    """Retry applies to a delivery of any kind but a Send test's ``ping`` (send a new test)."""
+    return kind != event_catalog.PING
+
+
+def plain(result: Result) -> str:
+    """The outcome in plain words, for the CLI and the settings UI: ``200 in 43 ms``, or
+    what went wrong."""
+    return plain_attempt(result.ok, result.response_code, result.duration_ms, result.error)
+
+
+def plain_attempt(ok: bool, response_code: int | None, duration_ms: int, error: str | None) -> str:
+    """``plain`` of an attempt as it was stored."""
+    if ok:
+        return f"{response_code} in {duration_ms} ms"
+    reason = error or f"the receiver answered {response_code}"
+    return f"failed: {reason} (after {duration_ms} ms)"
