@@ -12,6 +12,7 @@ other test process, of this run or another, is given it meanwhile.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import random
 import socket
@@ -25,6 +26,13 @@ LOCKS = Path(tempfile.gettempdir()) / "clubwire-test-ports"
 HELD = 256
 
 _claims: deque[IO[bytes]] = deque()
+
+
+@atexit.register
+def _release() -> None:
+    """Close the claims still held as the process ends (Python warned of each file left open)."""
+    while _claims:
+        _claims.popleft().close()
 
 
 def free_port() -> int:
