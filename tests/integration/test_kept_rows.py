@@ -11,6 +11,8 @@ import pytest
 from sqlalchemy import text, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.services import clubs
+from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage import fastpath
 from clubwire.storage.models import ApiKey
@@ -50,8 +52,8 @@ async def _until(check: Callable[[], Awaitable[bool]]) -> float:
     return time.monotonic() - start
 
 
-async def _open(settings: Settings) -> fastpath.KeptRows:
-    reader = await fastpath.open_reader(settings.sqlalchemy_url)
+async def _open(settings: Settings, sessions: sessionmaker[Session]) -> fastpath.KeptRows:
+    reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions)
     assert isinstance(reader, fastpath.KeptRows)
     return reader
 
@@ -70,7 +72,7 @@ def test_rows_are_kept_until_a_change_is_noticed(
     settings: Settings, sessions: sessionmaker[Session], key: str
 ) -> None:
     async def run() -> float:
-        reader = await _open(settings)
+        reader = await _open(settings, sessions)
         try:
             await _listening(reader, key)
             _change_unheard(sessions, key, "read:games")
@@ -90,11 +92,33 @@ def test_rows_are_kept_until_a_change_is_noticed(
     assert asyncio.run(run()) < WAIT
 
 
+def test_a_change_this_process_commits_is_seen_before_its_notice(
+    settings: Settings, sessions: sessionmaker[Session], key: str
+) -> None:
+    """A service's change to what authorises a request (here a revocation) makes the reader
+    forget as its transaction ends: this process's next request reads, notice or not."""
+
+    async def run() -> None:
+        reader = await _open(settings, sessions)
+        try:
+            await _listening(reader, key)
+            with sessions.begin() as session:
+                keys.revoke_key(session, clubs.get_club(session, "granite").id, key, EPOCH)
+            assert not reader.kept(("granite", key))  # no await since: no notice was heard
+            row = await reader.key_row("granite", key)
+            assert row is not None
+            assert row.revoked
+        finally:
+            await reader.close()
+
+    asyncio.run(run())
+
+
 def test_without_its_listening_connection_every_request_reads(
     settings: Settings, sessions: sessionmaker[Session], key: str
 ) -> None:
     async def run() -> None:
-        reader = await _open(settings)
+        reader = await _open(settings, sessions)
         try:
             await _listening(reader, key)
             with sessions.begin() as session:
@@ -134,7 +158,7 @@ def test_on_sqlite_rows_are_read_again_only_after_a_commit(
         prefix = make_key(session, make_club(session, "granite"))[0].prefix
 
     async def run() -> list[str]:
-        reader = await fastpath.open_reader(settings.sqlalchemy_url)
+        reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions)
         assert isinstance(reader, fastpath.SqliteReader)
         statements: list[str] = []
         reader._connection.set_trace_callback(statements.append)  # what it asks SQLite

@@ -192,9 +192,12 @@ class CountingReader:
 
 
 @pytest.fixture
-def reader(settings: Settings) -> Iterator[tuple[asyncio.Runner, CountingReader]]:
+def reader(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> Iterator[tuple[asyncio.Runner, CountingReader]]:
     with asyncio.Runner() as runner:
-        counting = CountingReader(runner.run(fastpath.open_reader(settings.sqlalchemy_url)))
+        opened = runner.run(fastpath.open_reader(settings.sqlalchemy_url, sessions))
+        counting = CountingReader(opened)
         yield runner, counting
         runner.run(counting.close())
 

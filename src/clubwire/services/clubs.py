@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from clubwire import errors, ids
 from clubwire.domain import slugs, text, timestamps
 from clubwire.services import endpoints
+from clubwire.storage import fastpath
 from clubwire.storage.models import Club, Delivery
 
 MAX_NAME_LENGTH = 200
@@ -70,6 +71,7 @@ def set_webhooks_module(session: Session, slug: str, enabled: bool, now: datetim
     if club.webhooks_enabled != enabled:
         club.webhooks_enabled = enabled
         club.updated_at = now
+        fastpath.changes_api(session)
         if not enabled:
             endpoints.skip_waiting(session, Delivery.club_id == club.id, now)
     return club

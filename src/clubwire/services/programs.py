@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from clubwire.domain import program_wire
+from clubwire.storage import fastpath
 from clubwire.storage.models import Club, Program
 
 
@@ -103,3 +104,4 @@ def _bump_version(session: Session, club: Club) -> None:
         .execution_options(synchronize_session=False)
     )
     session.refresh(club, ["programs_version"])
+    fastpath.changes_api(session)

@@ -5,13 +5,15 @@ scopes, revocation and expiry, the club's module switch and its programs version
 read are kept in memory while nothing can have changed them: on SQLite until any commit to
 the database; on PostgreSQL while a listening connection hears PostgreSQL's notices of every
 change to them (ADR 0010), and read for every request while it cannot. So a revocation is
-seen by every request that arrives after its commit (SQLite) or its notice (PostgreSQL).
+seen by every request that arrives after its commit (SQLite) or its notice (PostgreSQL);
+on the process that made the change, by every request after its commit (``changes_api``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import sqlite3
 from dataclasses import dataclass
@@ -19,7 +21,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import psycopg
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from clubwire.storage import database
 
@@ -38,6 +42,7 @@ LISTENER = "clubwire-api-notices"  # the listening connection's application_name
 MAX_KEPT = 10_000  # rows kept; past that all are forgotten and read again
 RECONNECT_AFTER = 1.0  # seconds after the listening connection was lost
 CHECK_ALIVE_EVERY = 5.0  # seconds without a notice before the connection is checked
+_CHANGES_API = "clubwire.changes_api"  # in a session's info: see changes_api
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,14 @@ class KeyRow:
     club_id: str
     module_on: bool
     programs_version: int
+
+
+def changes_api(session: Session) -> None:
+    """Note that ``session``'s transaction changes what authorises an API request (what
+    migration 0010's triggers watch). As it ends, this process forgets the rows it keeps,
+    before its answer leaves: the next request here needs no notice, which, on a busy
+    machine, may come after it."""
+    session.info[_CHANGES_API] = True
 
 
 class Reader(Protocol):
@@ -215,12 +228,17 @@ class KeptRows:
         self._conninfo = conninfo
         self._options = options
         self._rows: dict[tuple[str, str], KeyRow] = {}
-        self._generation = 0  # notices heard, and connections lost
+        self._generations = itertools.count()  # next() is atomic: _forget runs in threads too
+        self._generation = next(self._generations)  # notices heard, and connections lost
         self._listening = False
         self._lost = False  # a listening connection was lost, and none made since
         self._listener: asyncio.Task[None] | None = None
+        self._sessions: sessionmaker[Session] | None = None
 
-    def start(self) -> None:
+    def start(self, sessions: sessionmaker[Session]) -> None:
+        """Listen, and forget as each transaction of ``sessions`` that ``changes_api`` ends."""
+        event.listen(sessions, "after_transaction_end", self._transaction_ended)
+        self._sessions = sessions
         self._listener = asyncio.create_task(self.listen())
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
@@ -254,6 +272,8 @@ class KeptRows:
             await asyncio.sleep(RECONNECT_AFTER)
 
     async def close(self) -> None:
+        if self._sessions is not None:
+            event.remove(self._sessions, "after_transaction_end", self._transaction_ended)
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -275,17 +295,23 @@ class KeptRows:
                     self._forget()
                 await connection.execute("SELECT 1")  # a silent, dead connection raises here
 
+    def _transaction_ended(self, session: Session, transaction: SessionTransaction) -> None:
+        if transaction.parent is None and session.info.pop(_CHANGES_API, False):
+            self._forget()  # rolled back too: reading again is always safe
+
     def _forget(self) -> None:
-        self._generation += 1
+        self._generation = next(self._generations)
         self._rows.clear()
 
 
-async def open_reader(sqlalchemy_url: str) -> Reader:
+async def open_reader(sqlalchemy_url: str, sessions: sessionmaker[Session]) -> Reader:
+    """The reader for the database; ``sessions`` are this process's, whose changes it sees
+    as they are committed."""
     url = make_url(sqlalchemy_url)
     if url.get_backend_name() == "sqlite":
         return SqliteReader(url.database or ":memory:")
     libpq = url.set(drivername="postgresql").render_as_string(hide_password=False)
     options = database.postgres_connect_args(url, worker=False)
     kept = KeptRows(await PostgresReader.open(libpq, options), libpq, options)
-    kept.start()
+    kept.start(sessions)
     return kept

@@ -74,7 +74,7 @@ def create_app(
             stack.enter_context(metrics.watching_queue(sessions, clock))
             port, host = settings.serve_metrics_port, settings.serve_metrics_host
             await stack.enter_async_context(exposition.serving(host, port, metrics))
-            reader = await fastpath.open_reader(settings.sqlalchemy_url)
+            reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions)
             access = ApiAccess(reader, sessions, clock)
             stack.push_async_callback(access.close)
             limits = await stack.enter_async_context(_api_limits(settings, sessions))

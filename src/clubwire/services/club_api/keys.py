@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
 from clubwire.domain import key_format, scopes, text, timestamps
+from clubwire.storage import fastpath
 from clubwire.storage.models import ApiKey, Club
 
 MAX_NAME_LENGTH = 100
@@ -80,6 +81,7 @@ def revoke_key(session: Session, club_id: str, prefix: str, now: datetime) -> Ap
         raise errors.NotFound(f"This club has no API key with the prefix {prefix!r}.")
     if key.revoked_at is None:
         key.revoked_at = now
+        fastpath.changes_api(session)
     return key
 
 
