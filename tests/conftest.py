@@ -54,6 +54,19 @@ def make_settings(database_url: str, home: Path, **overrides: object) -> Setting
     return Settings(**values)  # type: ignore[arg-type]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Output a test captured, made fit to send to the run's main process (pytest-xdist
+    sends it as UTF-8): logs tests write undecodable text on purpose (lone surrogates)."""
+    report.sections = [(title, _sendable(text)) for title, text in report.sections]
+    if isinstance(report.longrepr, str):
+        report.longrepr = _sendable(report.longrepr)
+
+
+def _sendable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("template") / "template.db"

@@ -8,11 +8,12 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Connection, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, program_wire, scopes
 from clubwire.services import clubs, endpoints, programs
 from clubwire.services.club_api import keys
+from clubwire.services.staff import users, web_sessions
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
 
@@ -72,6 +73,16 @@ def make_key(
     name: str = "test",
 ) -> tuple[ApiKey, str]:
     return keys.create_key(session, club, granted, name, EPOCH)
+
+
+def make_web_session(sessions: sessionmaker[Session], email: str = "admin@granite.example") -> str:
+    """A signed-in browser's web session, by its id (the hash of its token)."""
+    with sessions.begin() as session:
+        user = users.create_user(session, email, "pw-0123456789ab", EPOCH)
+        token = web_sessions.start(session, user, EPOCH)
+        found = web_sessions.find(session, token, EPOCH)
+    assert found is not None
+    return found.session_id
 
 
 def price(value: str) -> Decimal:

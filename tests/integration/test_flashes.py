@@ -7,20 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services.staff import flashes, users, web_sessions
+from clubwire.services.staff import flashes
 from clubwire.settings import Settings
-from tests.factories import EPOCH
+from tests.factories import EPOCH, make_web_session
 
 SAID = flashes.Flash("key-created", "API key abc created.", secret="cw_live_abc_secret")
-
-
-def _session_id(sessions: sessionmaker[Session]) -> str:
-    with sessions.begin() as session:
-        user = users.create_user(session, "admin@granite.example", "pw-0123456789ab", EPOCH)
-        token = web_sessions.start(session, user, EPOCH)
-        found = web_sessions.find(session, token, EPOCH)
-    assert found is not None
-    return found.session_id
 
 
 def test_of_two_readers_at_once_only_one_gets_the_flash(
@@ -28,7 +19,7 @@ def test_of_two_readers_at_once_only_one_gets_the_flash(
 ) -> None:
     """Two tabs loading at once: the second reader's delete waits for the first's to commit,
     then finds nothing (PostgreSQL's row lock; SQLite's single writer)."""
-    session_id = _session_id(sessions)
+    session_id = make_web_session(sessions)
     with sessions.begin() as session:
         flashes.add(session, settings, session_id, SAID, EPOCH)
 
@@ -49,7 +40,7 @@ def test_a_page_with_no_flash_writes_nothing(
 ) -> None:
     """Most pages have nothing to tell: they only read, so they never wait for (or hold)
     SQLite's one write lock, which the worker's records need too."""
-    session_id = _session_id(sessions)
+    session_id = make_web_session(sessions)
     statements: list[str] = []
 
     def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:

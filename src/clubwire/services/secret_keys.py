@@ -9,17 +9,15 @@ after checking that its key opens a secret stored by an older version.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Executable, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import sealing
 from clubwire.settings import Settings
+from clubwire.storage import database
 from clubwire.storage.models import Endpoint, SecretKeyCheck
 
 WRONG_KEY = (
@@ -38,10 +36,6 @@ _HOLD = (
     .returning(SecretKeyCheck.sealed)
     .execution_options(synchronize_session=False)
 )
-_INSERT: dict[str, Callable[[Any], postgresql.Insert | sqlite.Insert]] = {
-    "postgresql": postgresql.insert,
-    "sqlite": sqlite.insert,
-}
 
 
 @dataclass(frozen=True)
@@ -100,7 +94,8 @@ def _opens_stored(session: Session, sealer: sealing.Sealer, query: Executable) -
     if stored is None:
         if not _opens_a_stored_secret(session, sealer):
             return False
-        session.execute(_insert_if_absent(session, sealer.seal(sealing.CHECK_VALUE)))
+        sealed = sealer.seal(sealing.CHECK_VALUE)
+        session.execute(database.insert_if_absent(session, SecretKeyCheck, id=1, sealed=sealed))
         stored = session.scalar(query)
     return stored is not None and sealer.opens(stored)
 
@@ -109,11 +104,6 @@ def _opens_a_stored_secret(session: Session, sealer: sealing.Sealer) -> bool:
     """Whether ``sealer`` opens one of the endpoints' secrets (true when there is none)."""
     sample = session.scalar(select(Endpoint.secret_sealed).limit(1))
     return sample is None or sealer.opens(sample)
-
-
-def _insert_if_absent(session: Session, sealed: str) -> Executable:
-    insert = _INSERT[session.get_bind().dialect.name]
-    return insert(SecretKeyCheck).values(id=1, sealed=sealed).on_conflict_do_nothing()
 
 
 def _reseal_endpoints(session: Session, old: sealing.Sealer, new: sealing.Sealer) -> int:

@@ -14,6 +14,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import psycopg
 import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -190,6 +191,21 @@ def _sqlite_on_connect(pragmas: tuple[str, ...], dbapi_connection: Any, _record:
     for pragma in pragmas:
         cursor.execute(pragma)
     cursor.close()
+
+
+def insert_if_absent(
+    session: Session, model: type[Any], **values: object
+) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT of ``values`` into ``model``'s table that does nothing where a row with the
+    same key exists (waiting, on PostgreSQL, for a transaction inserting it to end)."""
+    insert = _INSERT[session.get_bind().dialect.name]
+    return insert(model).values(**values).on_conflict_do_nothing()
+
+
+_INSERT: dict[str, Callable[[Any], postgresql.Insert | sqlite.Insert]] = {
+    "postgresql": postgresql.insert,
+    "sqlite": sqlite.insert,
+}
 
 
 def sessions(engine: Engine) -> sessionmaker[Session]:

@@ -317,6 +317,19 @@ class Flash(Base):
     secret_sealed: Mapped[str | None] = mapped_column(String(500))  # encrypted with the secret key
 
 
+class Confirmation(Base):
+    """A confirmation page of the settings area acted on, by the web session that showed
+    it (``services.staff.confirmations``): a second submission of it does nothing."""
+
+    __tablename__ = "confirmations"
+
+    session_hash: Mapped[str] = mapped_column(
+        ForeignKey("web_sessions.token_hash", ondelete="CASCADE"), primary_key=True
+    )
+    token: Mapped[str] = mapped_column(String(32), primary_key=True)
+    acted_at: Mapped[datetime]
+
+
 class SignInFailure(Base):
     """Failed sign-ins per account and per address, to slow down password guessing."""
 
