@@ -17,7 +17,7 @@ demo: $(READY)
 	$(VENV)/bin/clubwire demo
 
 test: $(READY)
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto --dist worksteal
 
 lint: $(READY)
 	$(VENV)/bin/ruff check .
