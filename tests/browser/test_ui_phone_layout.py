@@ -19,7 +19,7 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Delivery, Endpoint
 from tests.browser.helpers import screenshot, sign_in
 from tests.browser.live_server import StartServer
-from tests.browser.test_ui_pages import ROOT, SECRETARY, _delivered, _seed
+from tests.browser.seeding import ROOT, SECRETARY, delivered, seed_realistic_club
 from tests.factories import receiver_settings
 from tests.functional.ui_pages import PASSWORD, make_staff
 
@@ -46,7 +46,7 @@ def base_url(sessions: sessionmaker[Session], settings: Settings, start_server: 
     delivery."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     with sessions.begin() as session:
-        _seed(session, settings, now)
+        seed_realistic_club(session, settings, now)
         granite = clubs.get_club(session, demo.SLUG)
         endpoints.create_endpoint(
             session,
@@ -56,7 +56,7 @@ def base_url(sessions: sessionmaker[Session], settings: Settings, start_server: 
             now - timedelta(days=2),
             receiver_settings(settings),
         )
-        _delivered(
+        delivered(
             session, granite, "payment.completed", now - timedelta(minutes=9), Status.DEAD, 500, 6
         )
         session.flush()

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from tests.docs import markdown
 from tests.docs.conftest import World, require
-from tests.docs.test_examples import RUN_TIMEOUT
+from tests.docs.running import RUN_TIMEOUT
 
 DOC = markdown.DOCS / "api.md"
 PREFLIGHT = {"Origin": "https://granite.example", "Access-Control-Request-Method": "GET"}

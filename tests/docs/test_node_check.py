@@ -14,7 +14,7 @@ from clubwire import receiving, signing
 from clubwire.cli import demo
 from tests.docs import markdown
 from tests.docs.conftest import World, require
-from tests.docs.test_examples import RUN_TIMEOUT
+from tests.docs.running import RUN_TIMEOUT
 
 GUIDE = markdown.DOCS / "receiving-webhooks.md"
 

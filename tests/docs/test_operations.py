@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import POSTGRES_URL, REQUIRE_POSTGRES
 from tests.docs import markdown
 from tests.docs.conftest import base_env
-from tests.docs.test_examples import run_shell
+from tests.docs.running import run_shell
 from tests.ports import free_port
 
 DOC = markdown.DOCS / "operations.md"

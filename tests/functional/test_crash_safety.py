@@ -8,24 +8,20 @@ deadline, and stops every process it started before it ends.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import pytest
 from aiohttp import web
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import interrupts
@@ -35,129 +31,13 @@ from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import Delivery, Endpoint, QueueHead
-from tests.conftest import SECRET_KEY, make_settings
+from tests.conftest import make_settings
 from tests.factories import make_club, registration
+from tests.functional.workers import PATIENT, Workers, count_settled, worker_environment
 from tests.ports import free_port
 from tests.receiver import Authority, authority, serving
 
 pytestmark = pytest.mark.slow
-
-READY = "clubwire worker: delivering webhooks"
-POLL = 0.02
-
-
-# --- worker processes -------------------------------------------------------------------------
-
-
-# For runs of thousands of deliveries: a lease and deadlines a busy machine stays inside.
-PATIENT = {
-    "CLUBWIRE_LEASE_SECONDS": "60",
-    "CLUBWIRE_ATTEMPT_TIMEOUT": "20",
-    "CLUBWIRE_CONNECT_TIMEOUT": "10",
-}
-
-
-def worker_environment(database_url: str, ca_bundle: Path, **overrides: str) -> dict[str, str]:
-    """This process's environment without its ``CLUBWIRE_*``, set up for local receivers."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("CLUBWIRE_")}
-    env.update(
-        {
-            "PYTHONUNBUFFERED": "1",
-            "CLUBWIRE_DATABASE_URL": database_url,
-            "CLUBWIRE_SECRET_KEY": SECRET_KEY,
-            "CLUBWIRE_ALLOW_PRIVATE_TARGETS": "true",
-            "CLUBWIRE_CA_BUNDLE": str(ca_bundle),
-            "CLUBWIRE_RETRY_SCHEDULE": "0,0,0,0,0",
-            "CLUBWIRE_LEASE_SECONDS": "3",
-            "CLUBWIRE_ATTEMPT_TIMEOUT": "2",
-            "CLUBWIRE_CONNECT_TIMEOUT": "1",
-        }
-    )
-    env.update(overrides)
-    return env
-
-
-class Workers:
-    """The worker processes of one test; leaving the block kills and reaps any still running.
-
-    Each worker writes its output to a file in ``folder`` (no pipe can fill up and block it).
-    A worker that exits without the test stopping it fails the next :meth:`until`.
-    """
-
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
-        self._folder = folder
-        self._env = env
-        self._started: list[tuple[subprocess.Popen[bytes], Path]] = []
-        self._stopping: set[int] = set()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        for process, _ in self._started:
-            if process.poll() is None:
-                process.kill()
-        for process, _ in self._started:
-            process.wait(timeout=30)
-
-    def start(self, *command: str, **overrides: str) -> subprocess.Popen[bytes]:
-        """``clubwire worker``, or the ``command`` given (``serve`` delivers on SQLite too)."""
-        log = self._folder / f"worker-{len(self._started) + 1}.log"
-        with log.open("wb") as output:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "clubwire", *(command or ["worker"])],
-                cwd=self._folder,
-                env={**self._env, **overrides},
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
-        self._started.append((process, log))
-        return process
-
-    def output(self, process: subprocess.Popen[bytes]) -> str:
-        log = next(log for started, log in self._started if started is process)
-        return log.read_text(errors="replace")
-
-    def outputs(self) -> str:
-        return "\n".join(
-            f"--- worker pid {process.pid} (exit {process.poll()}):\n{log.read_text()}"
-            for process, log in self._started
-        )
-
-    def kill(self, process: subprocess.Popen[bytes]) -> None:
-        """SIGKILL: no chance to finish or record anything (safe from any thread)."""
-        self._stopping.add(process.pid)
-        os.kill(process.pid, signal.SIGKILL)
-
-    def terminate(self, process: subprocess.Popen[bytes]) -> None:
-        self._stopping.add(process.pid)
-        process.send_signal(signal.SIGTERM)
-
-    def interrupt(self, process: subprocess.Popen[bytes]) -> None:
-        """Ctrl-C."""
-        self._stopping.add(process.pid)
-        process.send_signal(signal.SIGINT)
-
-    def ready(self, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
-        self.until(lambda: READY in self.output(process), f"worker {process.pid} ready", timeout)
-
-    def until(self, condition: Callable[[], object], what: str, timeout: float = 30) -> None:
-        """Poll ``condition`` until it holds; fail with the workers' output after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            for process, _ in self._started:
-                if process.pid not in self._stopping and process.poll() is not None:
-                    pytest.fail(f"a worker exited while waiting for {what}\n{self.outputs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"no {what} within {timeout} s\n{self.outputs()}")
-            time.sleep(POLL)
-
 
 # --- the database as the tests see it -----------------------------------------------------------
 
@@ -185,13 +65,6 @@ def rows(sessions: sessionmaker[Session]) -> dict[str, Row]:
 
 def leased(sessions: sessionmaker[Session]) -> set[str]:
     return {row.id for row in rows(sessions).values() if row.leased}
-
-
-def count_settled(sessions: sessionmaker[Session]) -> int:
-    """Deliveries succeeded (and so recorded: nothing of them is leased any more)."""
-    with sessions() as session:
-        query = select(func.count()).where(Delivery.status == "succeeded")
-        return session.scalar(query) or 0
 
 
 def publish(

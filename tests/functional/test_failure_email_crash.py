@@ -18,8 +18,8 @@ from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import OutboxEmail
 from tests.factories import make_club, registration
-from tests.functional.test_crash_safety import Workers, worker_environment
 from tests.functional.ui_pages import make_staff
+from tests.functional.workers import Workers, worker_environment
 from tests.mail_server import Mailbox, smtp_server
 from tests.receiver import authority, serving
 

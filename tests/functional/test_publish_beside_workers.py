@@ -25,7 +25,7 @@ from clubwire.storage.models import Delivery
 from tests.conftest import PLATFORM_TOKEN, make_settings
 from tests.factories import make_club, registration
 from tests.functional.processes import wait_for
-from tests.functional.test_crash_safety import (
+from tests.functional.workers import (
     PATIENT,
     Workers,
     count_settled,

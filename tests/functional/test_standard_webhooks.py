@@ -2,7 +2,7 @@
 sends to a real TLS receiver, and what arrived verifies with the ``standardwebhooks`` package
 and with Stripe's verifier, on every kind of attempt (first, retried, manual, Send test)."""
 
-# ruff: noqa: F811 (``hooks`` is test_worker's fixture, imported to be asked for by name)
+# ruff: noqa: F811 (``hooks``: the fixture of tests.functional.workers, asked for by name)
 from __future__ import annotations
 
 import asyncio
@@ -23,12 +23,12 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint
 from clubwire.worker.running import running
 from tests.factories import EPOCH
-from tests.functional.test_worker import (
-    _deliver_until,
-    _endpoint,
-    _publish,
-    _statuses,
+from tests.functional.workers import (
+    add_endpoint,
+    deliver_until,
+    delivery_statuses,
     hooks,  # noqa: F401
+    publish_registrations,
 )
 from tests.receiver import Authority, Received, Receiver, serving
 
@@ -73,12 +73,12 @@ def test_a_receiver_that_verifies_both_schemes_accepts_every_delivery(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:
     with contextlib.closing(receiving.bind("127.0.0.1", 0)) as listening:
-        _, secret = _endpoint(sessions, hooks, receiving.url_of(listening, "/hooks"))
-        event_ids = _publish(sessions, 3)
+        _, secret = add_endpoint(sessions, hooks, receiving.url_of(listening, "/hooks"))
+        event_ids = publish_registrations(sessions, 3)
         receiver = VerifyingReceiver(secret)
 
         def delivered() -> bool:
-            return _statuses(sessions) == [("succeeded", 1)] * 3
+            return delivery_statuses(sessions) == [("succeeded", 1)] * 3
 
         async def deliver() -> None:
             async with receiving.serving(receiver, tls, listening), running(hooks, sessions):
@@ -93,14 +93,14 @@ def test_retries_and_a_manual_retry_keep_the_id_and_are_signed_afresh(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:
     with serving(tls, status=503) as failing:
-        endpoint_id, secret = _endpoint(sessions, hooks, failing.url)
-        (event_id,) = _publish(sessions)
-        _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("dead", 6)])
+        endpoint_id, secret = add_endpoint(sessions, hooks, failing.url)
+        (event_id,) = publish_registrations(sessions)
+        deliver_until(hooks, sessions, lambda: delivery_statuses(sessions) == [("dead", 6)])
         with sessions.begin() as session:
             delivery = session.scalars(select(Delivery)).one()
             club_id = session.get_one(Endpoint, endpoint_id).club_id
             deliveries.retry(session, club_id, delivery.id, datetime.now(UTC))
-        _deliver_until(hooks, sessions, lambda: len(failing.received) == 7)
+        deliver_until(hooks, sessions, lambda: len(failing.received) == 7)
         arrived = failing.wait_for(7)
     assert [verified(request, secret) for request in arrived] == [event_id] * 7
 
@@ -108,7 +108,7 @@ def test_retries_and_a_manual_retry_keep_the_id_and_are_signed_afresh(
 def test_send_test_and_a_rotated_secret(
     sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
 ) -> None:
-    endpoint_id, old = _endpoint(sessions, hooks, receiver.url)
+    endpoint_id, old = add_endpoint(sessions, hooks, receiver.url)
     with sessions.begin() as session:
         club_id = session.get_one(Endpoint, endpoint_id).club_id
         new = endpoints.rotate_secret(session, club_id, endpoint_id, EPOCH, hooks)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain import event_catalog
 from clubwire.settings import Settings
 from clubwire.web.app import create_app
+from tests import json_paths
 from tests.conftest import PLATFORM_TOKEN, make_settings
 from tests.factories import EPOCH, FakeClock, make_club, make_key, program_data
 from tests.functional.unstorable import (
@@ -29,7 +30,6 @@ from tests.functional.unstorable import (
     no_traceback,
     rows,
 )
-from tests.unit import test_events
 
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
 JSON = {**AUTH, "Content-Type": "application/json"}
@@ -93,7 +93,7 @@ def test_a_program_text_is_refused_and_nothing_is_written(
     assert client.put(url, json=program_data(), headers=AUTH).status_code == 201
 
 
-def _marked(value: Any, at: test_events.Path) -> Any:
+def _marked(value: Any, at: json_paths.Path) -> Any:
     """A copy of ``value`` whose string at ``at`` carries ``MARK`` (after its first
     character, so that shape checks reading the start still see the right start)."""
     if not at:
@@ -103,7 +103,7 @@ def _marked(value: Any, at: test_events.Path) -> Any:
     return {key: _marked(item, at[1:]) if key == at[0] else item for key, item in value.items()}
 
 
-def _path(at: test_events.Path) -> str:
+def _path(at: json_paths.Path) -> str:
     return "data" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in at)
 
 
@@ -118,7 +118,7 @@ def test_every_string_of_an_event_payload_is_refused_and_nothing_is_written(
     bad: str,
 ) -> None:
     data = event_catalog.sample(kind, EPOCH)
-    leaves = [at for at, value in test_events.paths(data) if isinstance(value, str)]
+    leaves = [at for at, value in json_paths.paths(data) if isinstance(value, str)]
     assert len(leaves) >= 5
     before = rows(sessions)
     for at in leaves:

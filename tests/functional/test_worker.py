@@ -1,9 +1,9 @@
 """The worker end to end: real TLS receivers, real signatures, DESIGN §6 as a receiver sees it."""
 
+# ruff: noqa: F811 (``hooks``: the fixture of tests.functional.workers, asked for by name)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -24,76 +24,24 @@ from clubwire.worker import lock, loop, running
 from tests.conftest import PLATFORM_TOKEN, SECRET_KEY
 from tests.factories import EPOCH, FakeClock, make_club, registration
 from tests.functional.processes import clubwire, environment
+from tests.functional.workers import (
+    add_endpoint,
+    deliver_until,
+    delivery_statuses,
+    hooks,  # noqa: F401
+    publish_registrations,
+)
 from tests.receiver import Authority, Receiver, serving
-
-
-@pytest.fixture
-def hooks(settings: Settings, tls: Authority) -> Settings:
-    """Settings for local receivers: private targets allowed, the test CA trusted, no waiting."""
-    return settings.model_copy(
-        update={
-            "allow_private_targets": True,
-            "ca_bundle": tls.bundle,
-            "retry_schedule": (0, 0, 0, 0, 0),
-            "attempt_timeout": 2.0,
-            "connect_timeout": 1.0,
-            "lease_seconds": 30.0,
-        }
-    )
-
-
-def _endpoint(
-    sessions: sessionmaker[Session], hooks: Settings, url: str, slug: str = "granite"
-) -> tuple[str, str]:
-    with sessions.begin() as session:
-        club = session.scalar(select(Club).where(Club.slug == slug)) or make_club(session, slug)
-        endpoint, secret = endpoints.create_endpoint(
-            session, club, url, ["registration.created"], EPOCH, hooks
-        )
-        return endpoint.id, secret
-
-
-def _publish(sessions: sessionmaker[Session], count: int = 1, slug: str = "granite") -> list[str]:
-    ids = []
-    with sessions.begin() as session:
-        club = session.scalar(select(Club).where(Club.slug == slug))
-        assert club is not None
-        for _ in range(count):
-            event, _ = events.publish(session, club, "registration.created", registration(), EPOCH)
-            ids.append(event.id)
-    return ids
-
-
-def _deliver_until(
-    hooks: Settings, sessions: sessionmaker[Session], done: Callable[[], bool], timeout: float = 20
-) -> None:
-    """Run a worker until ``done()`` holds (checked between short waits)."""
-
-    async def run() -> None:
-        async with running.running(hooks, sessions):
-            for _ in range(int(timeout / 0.02)):
-                if await asyncio.to_thread(done):
-                    return
-                await asyncio.sleep(0.02)
-            raise AssertionError("the worker did not get there in time")
-
-    asyncio.run(run())
-
-
-def _statuses(sessions: sessionmaker[Session]) -> list[tuple[str, int]]:
-    with sessions() as session:
-        return [
-            (d.status, d.attempt)
-            for d in session.scalars(select(Delivery).order_by(Delivery.created_at))
-        ]
 
 
 def test_deliveries_arrive_signed_with_the_spec_headers(
     sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
 ) -> None:
-    _, secret = _endpoint(sessions, hooks, receiver.url)
-    event_ids = _publish(sessions, 3)
-    _deliver_until(hooks, sessions, lambda: all(s == "succeeded" for s, _ in _statuses(sessions)))
+    _, secret = add_endpoint(sessions, hooks, receiver.url)
+    event_ids = publish_registrations(sessions, 3)
+    deliver_until(
+        hooks, sessions, lambda: all(s == "succeeded" for s, _ in delivery_statuses(sessions))
+    )
     arrived = receiver.wait_for(3)
     with sessions() as session:
         bodies = {e.id: e.body for e in session.scalars(select(Event))}
@@ -105,16 +53,16 @@ def test_deliveries_arrive_signed_with_the_spec_headers(
         assert request.headers["User-Agent"] == "Service-Webhooks/1.0"
         assert request.headers["Content-Type"] == "application/json"
     assert sorted(r.body for r in arrived) == sorted(bodies[i] for i in event_ids)
-    assert _statuses(sessions) == [("succeeded", 1)] * 3
+    assert delivery_statuses(sessions) == [("succeeded", 1)] * 3
 
 
 def test_failures_are_retried_then_dead(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:
     with serving(tls, status=503) as failing:
-        endpoint_id, _ = _endpoint(sessions, hooks, failing.url)
-        _publish(sessions)
-        _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("dead", 6)])
+        endpoint_id, _ = add_endpoint(sessions, hooks, failing.url)
+        publish_registrations(sessions)
+        deliver_until(hooks, sessions, lambda: delivery_statuses(sessions) == [("dead", 6)])
         arrived = failing.wait_for(6)
     assert len({r.headers["X-Service-Delivery"] for r in arrived}) == 1
     assert len({r.headers["X-Service-Signature"] for r in arrived}) >= 1
@@ -127,9 +75,9 @@ def test_a_redirect_is_a_failure_and_never_followed(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:
     with serving(tls, status=302) as redirecting:
-        _endpoint(sessions, hooks, redirecting.url)
-        _publish(sessions)
-        _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("dead", 6)])
+        add_endpoint(sessions, hooks, redirecting.url)
+        publish_registrations(sessions)
+        deliver_until(hooks, sessions, lambda: delivery_statuses(sessions) == [("dead", 6)])
         assert len(redirecting.received) == 6
     with sessions() as session:
         assert session.scalars(select(Delivery)).one().response_code == 302
@@ -138,13 +86,13 @@ def test_a_redirect_is_a_failure_and_never_followed(
 def test_after_rotation_the_new_secret_signs(
     sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
 ) -> None:
-    endpoint_id, old = _endpoint(sessions, hooks, receiver.url)
+    endpoint_id, old = add_endpoint(sessions, hooks, receiver.url)
     with sessions.begin() as session:
         new = endpoints.rotate_secret(
             session, session.get_one(Endpoint, endpoint_id).club_id, endpoint_id, EPOCH, hooks
         )
-    _publish(sessions)
-    _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("succeeded", 1)])
+    publish_registrations(sessions)
+    deliver_until(hooks, sessions, lambda: delivery_statuses(sessions) == [("succeeded", 1)])
     (request,) = receiver.wait_for(1)
     signing.verify(request.body, request.headers["X-Service-Signature"], new)
     with pytest.raises(signing.SignatureError):
@@ -155,7 +103,7 @@ def test_send_test_reports_the_outcome_and_never_counts(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:
     with serving(tls, status=500) as failing:
-        endpoint_id, secret = _endpoint(sessions, hooks, failing.url)
+        endpoint_id, secret = add_endpoint(sessions, hooks, failing.url)
 
         async def send() -> object:
             async with attempts.attempter(hooks) as sends:
@@ -183,9 +131,9 @@ def test_a_slow_endpoint_does_not_starve_the_others(
         update={"max_in_flight": 8, "max_in_flight_per_endpoint": 2, "attempt_timeout": 5.0}
     )
     with serving(tls, hang=True) as silent:
-        _endpoint(sessions, narrow, silent.url)
-        healthy_id, _ = _endpoint(sessions, narrow, receiver.url)
-        _publish(sessions, 20)
+        add_endpoint(sessions, narrow, silent.url)
+        healthy_id, _ = add_endpoint(sessions, narrow, receiver.url)
+        publish_registrations(sessions, 20)
 
         silent_when_healthy_done: list[int] = []
 
@@ -199,7 +147,7 @@ def test_a_slow_endpoint_does_not_starve_the_others(
                 silent_when_healthy_done.append(len(silent.received))
             return done
 
-        _deliver_until(narrow, sessions, healthy_done)
+        deliver_until(narrow, sessions, healthy_done)
         # All 20 healthy deliveries went through while the silent endpoint held no more than
         # its per-endpoint limit of attempts.
         assert silent_when_healthy_done[0] <= 2
@@ -210,10 +158,12 @@ def test_a_backlog_deeper_than_its_lane_is_delivered_in_full(
     sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
 ) -> None:
     narrow = hooks.model_copy(update={"max_in_flight_per_endpoint": 2})  # a lane holds 6
-    _endpoint(sessions, narrow, receiver.url)
-    _publish(sessions, 25)
-    _deliver_until(narrow, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
-    assert _statuses(sessions) == [("succeeded", 1)] * 25
+    add_endpoint(sessions, narrow, receiver.url)
+    publish_registrations(sessions, 25)
+    deliver_until(
+        narrow, sessions, lambda: {s for s, _ in delivery_statuses(sessions)} == {"succeeded"}
+    )
+    assert delivery_statuses(sessions) == [("succeeded", 1)] * 25
     assert len({r.headers["X-Service-Delivery"] for r in receiver.wait_for(25)}) == 25
 
 
@@ -223,10 +173,12 @@ def test_more_endpoints_than_the_worker_holds_are_all_served(
     # Two attempts at once and six jobs held in all: the endpoints take turns.
     small = hooks.model_copy(update={"max_in_flight": 2, "max_in_flight_per_endpoint": 1})
     for number in range(6):
-        _endpoint(sessions, small, f"{receiver.url}?endpoint={number}")
-    _publish(sessions, 4)
-    _deliver_until(small, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
-    assert _statuses(sessions) == [("succeeded", 1)] * 24
+        add_endpoint(sessions, small, f"{receiver.url}?endpoint={number}")
+    publish_registrations(sessions, 4)
+    deliver_until(
+        small, sessions, lambda: {s for s, _ in delivery_statuses(sessions)} == {"succeeded"}
+    )
+    assert delivery_statuses(sessions) == [("succeeded", 1)] * 24
 
 
 def test_a_waiting_job_whose_lease_ran_short_is_claimed_afresh_before_it_is_sent(
@@ -235,8 +187,8 @@ def test_a_waiting_job_whose_lease_ran_short_is_claimed_afresh_before_it_is_sent
     one = hooks.model_copy(update={"max_in_flight_per_endpoint": 1})  # one sent, two waiting
     clock = FakeClock()
     with serving(tls, hang=True) as silent:
-        _endpoint(sessions, one, silent.url)
-        _publish(sessions, 2)
+        add_endpoint(sessions, one, silent.url)
+        publish_registrations(sessions, 2)
 
         async def until(count: int) -> None:
             for _ in range(250):
@@ -281,8 +233,10 @@ def test_an_endpoint_with_a_max_rate_is_sent_no_faster(
             )[0].id
             for rate in (5, None)
         )
-    _publish(sessions, 12)
-    _deliver_until(hooks, sessions, lambda: {s for s, _ in _statuses(sessions)} == {"succeeded"})
+    publish_registrations(sessions, 12)
+    deliver_until(
+        hooks, sessions, lambda: {s for s, _ in delivery_statuses(sessions)} == {"succeeded"}
+    )
     assert len(receiver.wait_for(24)) == 24
     with sessions() as session:
         starts = session.execute(
@@ -303,12 +257,12 @@ def test_an_endpoint_with_a_max_rate_is_sent_no_faster(
 def test_nothing_is_delivered_while_the_module_is_off(
     sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
 ) -> None:
-    _endpoint(sessions, hooks, receiver.url)
+    add_endpoint(sessions, hooks, receiver.url)
     with sessions.begin() as session:
         club = session.scalars(select(Club)).one()
         events.publish(session, club, "registration.created", registration(), EPOCH)
         club.webhooks_enabled = False  # switched off behind the service's back: the worker checks
-    _deliver_until(hooks, sessions, lambda: _statuses(sessions) == [("skipped", 0)])
+    deliver_until(hooks, sessions, lambda: delivery_statuses(sessions) == [("skipped", 0)])
     assert receiver.received == []
 
 
@@ -344,13 +298,13 @@ def test_an_idle_worker_is_woken_by_a_publish_elsewhere(
     """Idle, the worker does not poll: a publish on another connection wakes it (NOTIFY on
     PostgreSQL, the database file's data version on SQLite), once and again."""
     monkeypatch.setattr(loop, "SAFETY_POLL", 3600.0)  # nothing else would wake it
-    _endpoint(sessions, hooks, receiver.url)
+    add_endpoint(sessions, hooks, receiver.url)
 
     async def run() -> None:
         async with running.running(hooks, sessions):
             for count in (1, 2):
                 await asyncio.sleep(0.5)  # the worker is idle, listening
-                await asyncio.to_thread(_publish, sessions)
+                await asyncio.to_thread(publish_registrations, sessions)
                 await asyncio.to_thread(receiver.wait_for, count, 10.0)
 
     asyncio.run(run())
@@ -360,7 +314,7 @@ def test_the_app_delivers_in_process_when_asked(
     sessions: sessionmaker[Session], hooks: Settings, receiver: Receiver
 ) -> None:
     """``serve`` on SQLite: the app runs a worker, and a publish through the API wakes it."""
-    _, secret = _endpoint(sessions, hooks, receiver.url)
+    _, secret = add_endpoint(sessions, hooks, receiver.url)
     with TestClient(create_app(hooks, run_worker=True)) as client:
         response = client.post(
             "/internal/v1/clubs/granite/events",

@@ -37,6 +37,9 @@ Handler = Callable[["Receiver", Reader, Writer], Awaitable[None]]
 BODY = b'{"id":"evt_1","event":"ping"}'
 HEADERS = {"Content-Type": "application/json", "X-Service-Event": "ping"}
 DEADLINE = 1.0
+# Reached by a connection to them here, where nothing stops it: a receiver on every local
+# IPv4 interface answers 0.0.0.0 and all of 127/8.
+LOCALLY_REACHABLE = ["0.0.0.0", "127.0.0.1", "127.255.255.254"]
 
 
 # -- certificates ------------------------------------------------------------------------

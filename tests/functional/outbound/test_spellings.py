@@ -11,9 +11,16 @@ import pytest
 
 from clubwire.domain import addresses
 from clubwire.services.delivery.outbound import Answer
-from tests.functional.outbound.harness import Receiver, StubResolver, Tls, answering, post, run
+from tests.functional.outbound.harness import (
+    LOCALLY_REACHABLE,
+    Receiver,
+    StubResolver,
+    Tls,
+    answering,
+    post,
+    run,
+)
 from tests.functional.outbound.harness import settings_for as settings_in
-from tests.functional.outbound.test_targets import LOCALLY_REACHABLE
 from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
 from tests.spellings import spelled
 

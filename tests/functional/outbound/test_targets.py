@@ -19,6 +19,7 @@ from clubwire.services.delivery.outbound import Answer, Blocked, PublicResolver,
 from tests.functional.outbound.harness import (
     BODY,
     HEADERS,
+    LOCALLY_REACHABLE,
     Receiver,
     StubResolver,
     Tls,
@@ -104,9 +105,6 @@ def test_a_name_resolving_to_loopback_is_blocked_by_the_resolver(tmp_path: Path,
 
 
 NON_GLOBAL = NON_GLOBAL_V4 + NON_GLOBAL_V6
-# Reached by a connection to them here, where nothing stops it: a receiver on every local
-# IPv4 interface answers 0.0.0.0 and all of 127/8.
-LOCALLY_REACHABLE = ["0.0.0.0", "127.0.0.1", "127.255.255.254"]
 
 
 def literal_host(address: str) -> str:

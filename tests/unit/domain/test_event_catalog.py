@@ -6,7 +6,6 @@ import copy
 import pathlib
 import random
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -20,10 +19,10 @@ from hypothesis import strategies as st
 from clubwire.domain import event_catalog
 from clubwire.web.app import create_app
 from tests.conftest import make_settings
+from tests.json_paths import Path, delete_at, parse, paths, set_at, shown
 
 NOW = datetime(2026, 1, 13, 18, 30, 12, 345_678, tzinfo=UTC)
 WIRE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
-Path = tuple[str | int, ...]
 
 
 def sampled(kind: str, seed: int = 7) -> dict[str, Any]:
@@ -38,37 +37,6 @@ def data_of(kind: str, **changes: object) -> dict[str, Any]:
     for dotted, value in changes.items():
         set_at(data, parse(dotted), value)
     return data
-
-
-def parse(dotted: str) -> Path:
-    return tuple(int(part) if part.isdigit() else part for part in dotted.split("."))
-
-
-def set_at(data: Any, path: Path, value: object) -> None:
-    for part in path[:-1]:
-        data = data[part]
-    data[path[-1]] = value
-
-
-def delete_at(data: Any, path: Path) -> None:
-    for part in path[:-1]:
-        data = data[part]
-    del data[path[-1]]
-
-
-def paths(node: object, prefix: Path = ()) -> Iterator[tuple[Path, object]]:
-    """Every (path, value) below ``node``, depth first, the node itself first."""
-    yield prefix, node
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from paths(value, (*prefix, index))
-
-
-def shown(path: Path) -> str:
-    return "data" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
 def invalid(kind: str, data: object) -> event_catalog.InvalidData:

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from clubwire import ids
 from clubwire.domain import base62, key_format
-from clubwire.services.club_api import keys
 from tests.factories import EPOCH
 
 PREFIX = "AbCdEf0123"
@@ -368,35 +367,3 @@ def test_a_key_has_expired_from_its_expiry_time_on(
     expires_at: datetime | None, expired: bool
 ) -> None:
     assert key_format.expired(expires_at, EPOCH) is expired
-
-
-@pytest.mark.parametrize(
-    ("sent", "kept"),
-    [
-        (None, None),
-        ("", None),
-        ("curl/8.5.0", "curl/8.5.0"),
-        ("Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (X11; Linux x86_64)"),
-        ("evil\x1b[31mred\x1b[0m", "evil[31mred[0m"),
-        ("a\tb\r\nc\x00d\x7fe\x85f", "abcdef"),
-        ("abc\u202egnp.exe", "abcgnp.exe"),
-        ("\u200e\u2066", None),
-        ("caf\xe9 \xa0x", "café x"),
-    ],
-    ids=["none", "empty", "curl", "browser", "ansi", "controls", "bidi", "only-marks", "latin-1"],
-)
-def test_a_client_header_is_kept_without_what_is_not_printable(
-    sent: str | None, kept: str | None
-) -> None:
-    assert keys.client_text(sent, keys.MAX_USER_AGENT_LENGTH) == kept
-
-
-def test_a_long_user_agent_is_cut_to_200_characters() -> None:
-    kept = keys.client_text("x" * 500, keys.MAX_USER_AGENT_LENGTH)
-    assert kept == "x" * 199 + "…"
-
-
-@given(st.text(alphabet=st.characters(codec="latin-1")), st.integers(1, 300))
-def test_a_kept_header_is_printable_and_fits(sent: str, limit: int) -> None:
-    kept = keys.client_text(sent, limit)
-    assert kept is None or (kept.isprintable() and 0 < len(kept) <= limit)

@@ -15,7 +15,7 @@ import pytest
 import standardwebhooks
 
 from clubwire.domain import standard_signing
-from tests.unit.test_signature_vectors import DOC_TEXT, VECTORS, Vector
+from tests.signature_vectors import DOC_TEXT, VECTORS, Vector
 
 SECTION = DOC_TEXT[DOC_TEXT.index("## Standard Webhooks\n") : DOC_TEXT.index("## Vectors\n")]
 ROW = re.compile(r"^\| (\d+) \| `(\S+)` \| `(\d+)` \| `(v1,\S+)` \|$", re.MULTILINE)
