@@ -16,8 +16,8 @@ from clubwire.services import clubs
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, ClubAdmin, Delivery, Endpoint, WebSession
-from clubwire.web import security
 from clubwire.web.app import create_app
+from clubwire.web.ui import security
 from tests.factories import EPOCH, make_club, make_endpoint, make_key, receiver_settings
 from tests.factories import registration as registration_data
 from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clubwire import logs
 from clubwire.services.metrics import Metrics
-from clubwire.web import security
+from clubwire.web.ui import security
 
 KEY_PREFIX = "clubwire.key_prefix"  # scope entry: the public prefix of the presented API key
 REQUEST_ID = b"x-request-id"

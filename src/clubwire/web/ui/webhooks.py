@@ -17,14 +17,15 @@ from clubwire.services.delivery import deliveries, pings
 from clubwire.services.staff import flashes
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
-from clubwire.web import context, ui_base, ui_emails
-from clubwire.web.ui_base import Posted, Staff
+from clubwire.web import context
+from clubwire.web.ui import base, emails
+from clubwire.web.ui.base import Posted, Staff
 
 RECENT_DELIVERIES = 10
 ENDPOINT = "/settings/{slug}/webhooks/{endpoint_id}"
 
 
-class EndpointForm(ui_base.FormFields):
+class EndpointForm(base.FormFields):
     """What the Add and Edit forms of an endpoint send (and show again with errors)."""
 
     url: str = ""
@@ -34,7 +35,7 @@ class EndpointForm(ui_base.FormFields):
     def errors(self, settings: Settings) -> dict[str, str]:
         """Each field's message: text the database cannot hold, else the services' checks
         (which are never given such text)."""
-        return self.unstorable() or ui_base.field_errors(
+        return self.unstorable() or base.field_errors(
             url=lambda: endpoints.check_url(self.url, settings),
             events=lambda: endpoints.subscribable(self.event),
             max_rate=self.rate,
@@ -64,7 +65,7 @@ class EndpointView:
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
+    api = base.router()
     api.add_api_route("/settings/{slug}/webhooks", webhooks_tab, methods=["GET"])
     api.add_api_route("/settings/{slug}/webhooks", create_endpoint, methods=["POST"])
     api.add_api_route(f"{ENDPOINT}/edit", edit_form, methods=["GET"])
@@ -109,7 +110,7 @@ def webhooks_page(
     found: dict[str, str] | None = None,
 ) -> Response:
     """The tab; ``typed`` and ``found``: the Add form again, with its errors."""
-    return ui_base.page(
+    return base.page(
         request,
         "webhooks.html",
         status,
@@ -117,13 +118,13 @@ def webhooks_page(
         endpoints=views(session, club.id),
         typed=typed or EndpointForm(),
         errors=found or {},
-        emails=ui_emails.panel(request, session, club),
+        emails=emails.panel(request, session, club),
     )
 
 
 def webhooks_tab(request: Request, staff: Staff, slug: str) -> Response:
     with context.transaction(request) as session:
-        return webhooks_page(request, session, ui_base.club_for(session, staff, slug))
+        return webhooks_page(request, session, base.club_for(session, staff, slug))
 
 
 def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) -> Response:
@@ -136,18 +137,18 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
             session, club, form.url, form.event, now, settings, max_rate=form.rate()
         )
         said = flashes.Flash("endpoint-created", f"Endpoint {endpoint.url} added.", secret=secret)
-        ui_base.flash(request, session, staff, said)
-        return ui_base.redirect(tab_url(club))
+        base.flash(request, session, staff, said)
+        return base.redirect(tab_url(club))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return webhooks_page(request, session, club, 422, typed=form, found=found)
 
-    return ui_base.form_step(request, staff, slug, form.errors(settings), step, again)
+    return base.form_step(request, staff, slug, form.errors(settings), step, again)
 
 
 def edit_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
     return _edit_page(request, club, endpoint, EndpointForm.of(endpoint))
 
@@ -160,7 +161,7 @@ def _edit_page(
     found: dict[str, str] | None = None,
 ) -> Response:
     status = 422 if found else 200
-    return ui_base.page(
+    return base.page(
         request,
         "endpoint_edit.html",
         status,
@@ -182,21 +183,21 @@ def update_endpoint(
             session, club.id, endpoint_id, now, settings, form.url, form.event, max_rate=form.rate()
         )
         said = f"Endpoint {endpoint.url} saved."
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
-        return ui_base.redirect(tab_url(club, endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
+        return base.redirect(tab_url(club, endpoint_id))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
         return _edit_page(request, club, endpoint, form, found)
 
-    return ui_base.form_step(request, staff, slug, form.errors(settings), step, again)
+    return base.form_step(request, staff, slug, form.errors(settings), step, again)
 
 
 def _confirm(request: Request, staff: Staff, slug: str, endpoint_id: str, name: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-    return ui_base.page(request, name, club=club, endpoint=endpoint)
+    return base.page(request, name, club=club, endpoint=endpoint)
 
 
 def delete_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
@@ -205,11 +206,11 @@ def delete_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> 
 
 def delete_endpoint(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         deleted = endpoints.delete_endpoint(session, club.id, endpoint_id)
         said = f"Endpoint {deleted.url} deleted, with its deliveries."
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-deleted", said))
-    return ui_base.redirect(tab_url(club))
+        base.flash(request, session, staff, flashes.Flash("endpoint-deleted", said))
+    return base.redirect(tab_url(club))
 
 
 def rotate_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
@@ -221,13 +222,13 @@ def rotate_secret(request: Request, staff: Posted, slug: str, endpoint_id: str) 
     at once."""
     settings = context.of(request).settings
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         now = context.now(request)
         secret = endpoints.rotate_secret(session, club.id, endpoint_id, now, settings)
         url = endpoints.get_endpoint(session, club.id, endpoint_id).url
         said = flashes.Flash("secret-rotated", f"Signing secret of {url} rotated.", secret=secret)
-        ui_base.flash(request, session, staff, said)
-    return ui_base.redirect(tab_url(club))
+        base.flash(request, session, staff, said)
+    return base.redirect(tab_url(club))
 
 
 def enable(
@@ -239,14 +240,14 @@ def enable(
 ) -> Response:
     """Switch on (dead in a row back to 0), resending what was skipped if asked to."""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         now = context.now(request)
         endpoint, resent = endpoints.enable_endpoint(
             session, club.id, endpoint_id, now, resend_skipped == "yes"
         )
         said = f"Endpoint {endpoint.url} switched on." + _resent(resent)
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-enabled", said))
-    return ui_base.redirect(tab_url(club, endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("endpoint-enabled", said))
+    return base.redirect(tab_url(club, endpoint_id))
 
 
 def _resent(count: int) -> str:
@@ -257,8 +258,8 @@ def _resent(count: int) -> str:
 
 def disable(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.disable_endpoint(session, club.id, endpoint_id, context.now(request))
         said = f"Endpoint {endpoint.url} switched off."
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
-    return ui_base.redirect(tab_url(club, endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
+    return base.redirect(tab_url(club, endpoint_id))

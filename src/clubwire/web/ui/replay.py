@@ -23,15 +23,16 @@ from clubwire.services import endpoints
 from clubwire.services.delivery import replays
 from clubwire.services.staff import flashes, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import context, ui_base, ui_webhooks
-from clubwire.web.ui_base import Posted, Staff
+from clubwire.web import context
+from clubwire.web.ui import base, webhooks
+from clubwire.web.ui.base import Posted, Staff
 
-REPLAY = f"{ui_webhooks.ENDPOINT}/replay"
+REPLAY = f"{webhooks.ENDPOINT}/replay"
 DEFAULT_HOURS = 24  # the form's window, ending at the next minute
 FIELD_TIME = "%Y-%m-%dT%H:%M"  # what an <input type="datetime-local"> holds
 
 
-class ReplayForm(ui_base.FormFields):
+class ReplayForm(base.FormFields):
     """What the Replay form sends (and shows again, with errors, or in the confirmation)."""
 
     since: str = ""
@@ -41,13 +42,13 @@ class ReplayForm(ui_base.FormFields):
 
     def errors(self) -> dict[str, str]:
         """Each field's message; ``form`` for a window that ends before it starts."""
-        found = self.unstorable() or ui_base.field_errors(
+        found = self.unstorable() or base.field_errors(
             since=lambda: replay_window.minute(self.since, "From"),
             until=lambda: replay_window.minute(self.until, "To"),
             statuses=lambda: replay_window.chosen_statuses(self.status),
             events=lambda: replay_window.chosen_kinds(self.event),
         )
-        return found or ui_base.field_errors(form=self.window)
+        return found or base.field_errors(form=self.window)
 
     def window(self) -> Window:
         return replay_window.window(self.since, self.until, self.status, self.event)
@@ -67,7 +68,7 @@ Filled = Annotated[ReplayForm, Form()]
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
+    api = base.router()
     api.add_api_route(REPLAY, replay_form, methods=["GET"])
     api.add_api_route(f"{REPLAY}/preview", preview, methods=["POST"])
     api.add_api_route(REPLAY, replay, methods=["POST"])
@@ -76,7 +77,7 @@ def router() -> APIRouter:
 
 def replay_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         return _form_page(
             request, session, club, endpoint_id, ReplayForm.starting(context.now(request))
         )
@@ -89,7 +90,7 @@ def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: 
     def step(session: Session, club: Club) -> Response:
         window = form.window()
         counted = replays.preview(session, club.id, endpoint_id, window, limit)
-        return ui_base.page(
+        return base.page(
             request,
             "replay_preview.html",
             club=club,
@@ -112,8 +113,8 @@ def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: F
             session, club.id, endpoint_id, form.window(), now, settings.replay_limit
         )
         said = flashes.Flash("replay-queued", done.summary(preview=False), endpoint_id)
-        ui_base.flash(request, session, staff, said)
-        return ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
+        base.flash(request, session, staff, said)
+        return base.redirect(webhooks.tab_url(club, endpoint_id))
 
     return _form_step(request, staff, slug, endpoint_id, form, step)
 
@@ -124,7 +125,7 @@ def _form_step(
     slug: str,
     endpoint_id: str,
     form: ReplayForm,
-    step: ui_base.Step,
+    step: base.Step,
 ) -> Response:
     """``step`` unless the form has errors; else, or when the endpoint or the module is off
     by now, the form again, as typed, with the messages."""
@@ -138,7 +139,7 @@ def _form_step(
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return _form_page(request, session, club, endpoint_id, form, found)
 
-    return ui_base.form_step(request, staff, slug, form.errors(), guarded, again)
+    return base.form_step(request, staff, slug, form.errors(), guarded, again)
 
 
 def _form_page(
@@ -150,7 +151,7 @@ def _form_page(
     found: dict[str, str] | None = None,
 ) -> Response:
     endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-    return ui_base.page(
+    return base.page(
         request,
         "replay.html",
         422 if found else 200,

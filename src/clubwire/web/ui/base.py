@@ -21,9 +21,11 @@ from clubwire import errors
 from clubwire.domain import text
 from clubwire.services.staff import flashes, users, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import context, problems, security
+from clubwire.web import context, problems
+from clubwire.web.ui import security, templating
 
-log = logging.getLogger(__name__)
+# The name it had before the settings area became a package: log lines are filtered on it.
+log = logging.getLogger("clubwire.web.ui_base")
 
 MAX_LOGGED_PATH = 200
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -89,9 +91,7 @@ def _render(
     request: Request, name: str, status: int, shown: list[flashes.Flash], **values: object
 ) -> HTMLResponse:
     staff = context.staff(request)
-    return context.of(request).pages.render(
-        request, name, status, staff=staff, flashes=shown, **values
-    )
+    return templating.render(request, name, status, staff=staff, flashes=shown, **values)
 
 
 def _taken(request: Request, staff: web_sessions.SignedIn) -> list[flashes.Flash]:
