@@ -16,6 +16,7 @@ from clubwire.web.ui import (
     keys,
     replay,
     security,
+    urls,
     webhooks,
 )
 
@@ -36,5 +37,5 @@ def install(app: FastAPI) -> None:
         replay,
     ):
         app.include_router(module.router())
-    app.mount(security.STATIC_PREFIX.rstrip("/"), StaticFiles(directory=STATIC), name="static")
+    app.mount(urls.STATIC.rstrip("/"), StaticFiles(directory=STATIC), name="static")
     app.add_middleware(security.SecurityHeaders)

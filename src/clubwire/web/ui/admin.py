@@ -12,18 +12,15 @@ from clubwire import errors
 from clubwire.services import clubs
 from clubwire.services.staff import flashes, web_sessions
 from clubwire.web import context
-from clubwire.web.ui import base
+from clubwire.web.ui import base, urls
 from clubwire.web.ui.base import Posted, Staff
-
-ADMIN_PATH = "/admin"
-MODULE = f"{ADMIN_PATH}/clubs/{{slug}}/webhooks"
 
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route(ADMIN_PATH, admin_page, methods=["GET"])
-    api.add_api_route(MODULE, switch_module, methods=["POST"])
-    api.add_api_route(f"{MODULE}/off", switch_off_form, methods=["GET"])
+    api.add_api_route(urls.ADMIN, admin_page, methods=["GET"])
+    api.add_api_route(urls.MODULE, switch_module, methods=["POST"])
+    api.add_api_route(urls.MODULE_OFF, switch_off_form, methods=["GET"])
     return api
 
 
@@ -55,7 +52,7 @@ def switch_module(
         club = clubs.set_webhooks_module(session, slug, enabled == "on", context.now(request))
         said = f"Webhooks & API switched {enabled} for {club.name}."
         base.flash(request, session, staff, flashes.Flash(f"module-{enabled}", said))
-    return base.redirect(f"{ADMIN_PATH}#club-{slug}")
+    return base.redirect(urls.admin_url(slug))
 
 
 def _superadmin_only(staff: web_sessions.SignedIn) -> None:

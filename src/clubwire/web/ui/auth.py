@@ -12,22 +12,22 @@ from clubwire import errors
 from clubwire.domain import device_tokens
 from clubwire.services.staff import users, web_sessions
 from clubwire.web import context
-from clubwire.web.ui import base, security
+from clubwire.web.ui import base, security, urls
 from clubwire.web.ui.base import Posted, Staff
 
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route("/", landing, methods=["GET"])
-    api.add_api_route(security.SIGN_IN_PATH, sign_in_form, methods=["GET"])
-    api.add_api_route(security.SIGN_IN_PATH, sign_in, methods=["POST"])
-    api.add_api_route("/sign-out", sign_out, methods=["POST"])
+    api.add_api_route(urls.LANDING, landing, methods=["GET"])
+    api.add_api_route(urls.SIGN_IN, sign_in_form, methods=["GET"])
+    api.add_api_route(urls.SIGN_IN, sign_in, methods=["POST"])
+    api.add_api_route(urls.SIGN_OUT, sign_out, methods=["POST"])
     return api
 
 
 def landing(staff: Staff) -> Response:
     """Superadmins start on the module switches; club admins on their club's settings."""
-    return base.redirect("/admin" if staff.user.is_superadmin else "/settings")
+    return base.redirect(urls.ADMIN if staff.user.is_superadmin else urls.SETTINGS)
 
 
 def sign_in_form(
@@ -57,7 +57,7 @@ def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
         found = {"password": outcome.detail}
         return _form(request, status, email=form.email, next_path=form.next, found=found)
     token, user_id = outcome
-    response = base.redirect(security.safe_next(form.next) or "/")
+    response = base.redirect(security.safe_next(form.next) or urls.LANDING)
     settings = context.of(request).settings
     secure = security.is_https(request, settings)
     security.set_cookie(response, security.SESSION_COOKIE, token, secure=secure)
@@ -114,7 +114,7 @@ def sign_out(request: Request, _staff: Posted) -> Response:
     """End the session on the server and forget the cookie."""
     with context.transaction(request) as session:
         web_sessions.end(session, request.cookies.get(security.SESSION_COOKIE, ""))
-    response = base.redirect(security.SIGN_IN_PATH)
+    response = base.redirect(urls.SIGN_IN)
     secure = security.is_https(request, context.of(request).settings)
     security.clear_cookie(response, security.SESSION_COOKIE, secure=secure)
     return response

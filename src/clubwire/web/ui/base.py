@@ -8,7 +8,6 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Annotated, Any, ClassVar
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,7 +21,7 @@ from clubwire.domain import text
 from clubwire.services.staff import flashes, users, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import context, problems
-from clubwire.web.ui import security, templating
+from clubwire.web.ui import security, templating, urls
 
 # The name it had before the settings area became a package: log lines are filtered on it.
 log = logging.getLogger("clubwire.web.ui_base")
@@ -120,12 +119,6 @@ def redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-def sign_in_url(next_path: str | None) -> str:
-    if next_path is None:
-        return security.SIGN_IN_PATH
-    return f"{security.SIGN_IN_PATH}?next={quote(next_path, safe='/')}"
-
-
 # -- who is signed in, and CSRF ------------------------------------------------------------
 
 
@@ -189,7 +182,7 @@ def club_for(session: Session, staff: web_sessions.SignedIn, slug: str) -> Club:
 def error_page(request: Request, exc: Exception) -> Response:
     """The HTML answer to an error raised by a settings-area route."""
     if isinstance(exc, SignInRequired):
-        return redirect(sign_in_url(exc.next_path))
+        return redirect(urls.sign_in_url(exc.next_path))
     if isinstance(exc, FormRefused):
         return message(request, 403, "Form refused", exc.words)
     if isinstance(exc, ModuleOff):

@@ -17,11 +17,8 @@ from clubwire.services.delivery import attempts, deliveries, pings
 from clubwire.services.staff import flashes, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import context
-from clubwire.web.ui import base, security, webhooks
+from clubwire.web.ui import base, security, urls
 from clubwire.web.ui.base import Posted, Staff
-
-DELIVERY = "/settings/{slug}/deliveries/{delivery_id}"
-DELIVERIES = f"{webhooks.ENDPOINT}/deliveries"
 
 
 class DeliveryFilters(base.FormFields):
@@ -69,10 +66,10 @@ class DeliveryFilters(base.FormFields):
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route(DELIVERIES, deliveries_page, methods=["GET"])
-    api.add_api_route(DELIVERY, delivery_page, methods=["GET"])
-    api.add_api_route(f"{DELIVERY}/retry", retry, methods=["POST"])
-    api.add_api_route(f"{webhooks.ENDPOINT}/test", send_test, methods=["POST"])
+    api.add_api_route(urls.DELIVERIES, deliveries_page, methods=["GET"])
+    api.add_api_route(urls.DELIVERY, delivery_page, methods=["GET"])
+    api.add_api_route(urls.RETRY, retry, methods=["POST"])
+    api.add_api_route(urls.SEND_TEST, send_test, methods=["POST"])
     return api
 
 
@@ -152,9 +149,9 @@ def retry(
 
 def _back(club: Club, next_path: str, endpoint_id: str) -> str:
     back = security.safe_next(next_path)
-    if back is not None and back.startswith(f"/settings/{club.slug}/"):
+    if back is not None and back.startswith(f"{urls.club_url(club)}/"):
         return back
-    return webhooks.tab_url(club, endpoint_id)
+    return urls.webhooks_url(club, endpoint_id)
 
 
 async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
@@ -169,7 +166,7 @@ async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str
     kind = "test-sent" if result.ok else "test-failed"
     tested = flashes.Flash(kind, f"Send test: {delivering.plain(result)}", endpoint_id)
     await run_in_threadpool(_tell, request, staff, tested)
-    return base.redirect(webhooks.tab_url(club, endpoint_id))
+    return base.redirect(urls.webhooks_url(club, endpoint_id))
 
 
 def _club_of_endpoint(

@@ -15,10 +15,8 @@ from clubwire.services.mail import notifications
 from clubwire.services.staff import flashes
 from clubwire.storage.models import Club
 from clubwire.web import context
-from clubwire.web.ui import base
+from clubwire.web.ui import base, urls
 from clubwire.web.ui.base import Posted
-
-ANCHOR = "failure-emails"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +31,7 @@ class EmailPanel:
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route("/settings/{slug}/failure-emails", choose, methods=["POST"])
+    api.add_api_route(urls.FAILURE_EMAILS, choose, methods=["POST"])
     return api
 
 
@@ -53,7 +51,7 @@ def choose(
         club = base.club_for(session, staff, slug)
         notifications.set_wants_emails(session, staff.user.id, club.id, wanted == "yes")
         base.flash(request, session, staff, flashes.Flash("emails-chosen", _chosen(wanted)))
-    return base.redirect(f"/settings/{club.slug}/webhooks#{ANCHOR}")
+    return base.redirect(urls.emails_url(club))
 
 
 def _chosen(wanted: str) -> str:

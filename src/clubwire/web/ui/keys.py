@@ -15,7 +15,7 @@ from clubwire.services.club_api import keys
 from clubwire.services.staff import flashes, users
 from clubwire.storage.models import ApiKey, Club
 from clubwire.web import context
-from clubwire.web.ui import base
+from clubwire.web.ui import base, urls
 from clubwire.web.ui.base import Posted, Staff
 
 
@@ -36,17 +36,13 @@ EXPIRY_LABELS = {
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route("/settings", club_list, methods=["GET"])
-    api.add_api_route("/settings/{slug}", club_home, methods=["GET"])
-    api.add_api_route("/settings/{slug}/api-keys", keys_tab, methods=["GET"])
-    api.add_api_route("/settings/{slug}/api-keys", create_key, methods=["POST"])
-    api.add_api_route("/settings/{slug}/api-keys/{prefix}/revoke", revoke_form, methods=["GET"])
-    api.add_api_route("/settings/{slug}/api-keys/{prefix}/revoke", revoke_key, methods=["POST"])
+    api.add_api_route(urls.SETTINGS, club_list, methods=["GET"])
+    api.add_api_route(urls.CLUB, club_home, methods=["GET"])
+    api.add_api_route(urls.API_KEYS, keys_tab, methods=["GET"])
+    api.add_api_route(urls.API_KEYS, create_key, methods=["POST"])
+    api.add_api_route(urls.KEY_REVOKE, revoke_form, methods=["GET"])
+    api.add_api_route(urls.KEY_REVOKE, revoke_key, methods=["POST"])
     return api
-
-
-def tab_url(club: Club, tab: str) -> str:
-    return f"/settings/{club.slug}/{tab}"
 
 
 def club_list(request: Request, staff: Staff) -> Response:
@@ -54,14 +50,14 @@ def club_list(request: Request, staff: Staff) -> Response:
     with context.transaction(request) as session:
         managed = users.managed_clubs(session, staff.user)
     if len(managed) == 1:
-        return base.redirect(tab_url(managed[0], "webhooks"))
+        return base.redirect(urls.webhooks_url(managed[0]))
     return base.page(request, "clubs.html", clubs=managed)
 
 
 def club_home(request: Request, staff: Staff, slug: str) -> Response:
     with context.transaction(request) as session:
         club = users.managed_club(session, staff.user, slug)
-    return base.redirect(tab_url(club, "webhooks"))
+    return base.redirect(urls.webhooks_url(club))
 
 
 def keys_tab(request: Request, staff: Staff, slug: str) -> Response:
@@ -81,7 +77,7 @@ def create_key(
         )
         said = f"API key {created.prefix} created."
         base.flash(request, session, staff, flashes.Flash("key-created", said, secret=full_key))
-        return base.redirect(tab_url(club, "api-keys"))
+        return base.redirect(urls.api_keys_url(club))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return _keys_page(request, session, club, 422, form, found)
@@ -137,7 +133,7 @@ def revoke_key(request: Request, staff: Posted, slug: str, prefix: str) -> Respo
         keys.revoke_key(session, club.id, prefix, context.now(request))
         said = f"API key {prefix} revoked: the API refuses it from now on."
         base.flash(request, session, staff, flashes.Flash("key-revoked", said))
-    return base.redirect(f"{tab_url(club, 'api-keys')}#key-{prefix}")
+    return base.redirect(urls.api_keys_url(club, prefix))
 
 
 def _key(session: Session, club: Club, prefix: str) -> ApiKey:

@@ -24,10 +24,9 @@ from clubwire.services.delivery import replays
 from clubwire.services.staff import flashes, web_sessions
 from clubwire.storage.models import Club
 from clubwire.web import context
-from clubwire.web.ui import base, webhooks
+from clubwire.web.ui import base, urls
 from clubwire.web.ui.base import Posted, Staff
 
-REPLAY = f"{webhooks.ENDPOINT}/replay"
 DEFAULT_HOURS = 24  # the form's window, ending at the next minute
 FIELD_TIME = "%Y-%m-%dT%H:%M"  # what an <input type="datetime-local"> holds
 
@@ -69,9 +68,9 @@ Filled = Annotated[ReplayForm, Form()]
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route(REPLAY, replay_form, methods=["GET"])
-    api.add_api_route(f"{REPLAY}/preview", preview, methods=["POST"])
-    api.add_api_route(REPLAY, replay, methods=["POST"])
+    api.add_api_route(urls.REPLAY, replay_form, methods=["GET"])
+    api.add_api_route(urls.REPLAY_PREVIEW, preview, methods=["POST"])
+    api.add_api_route(urls.REPLAY, replay, methods=["POST"])
     return api
 
 
@@ -114,7 +113,7 @@ def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: F
         )
         said = flashes.Flash("replay-queued", done.summary(preview=False), endpoint_id)
         base.flash(request, session, staff, said)
-        return base.redirect(webhooks.tab_url(club, endpoint_id))
+        return base.redirect(urls.webhooks_url(club, endpoint_id))
 
     return _form_step(request, staff, slug, endpoint_id, form, step)
 

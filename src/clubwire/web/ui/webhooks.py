@@ -18,11 +18,10 @@ from clubwire.services.staff import flashes
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
 from clubwire.web import context
-from clubwire.web.ui import base, emails
+from clubwire.web.ui import base, emails, urls
 from clubwire.web.ui.base import Posted, Staff
 
 RECENT_DELIVERIES = 10
-ENDPOINT = "/settings/{slug}/webhooks/{endpoint_id}"
 
 
 class EndpointForm(base.FormFields):
@@ -66,22 +65,17 @@ class EndpointView:
 
 def router() -> APIRouter:
     api = base.router()
-    api.add_api_route("/settings/{slug}/webhooks", webhooks_tab, methods=["GET"])
-    api.add_api_route("/settings/{slug}/webhooks", create_endpoint, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/edit", edit_form, methods=["GET"])
-    api.add_api_route(f"{ENDPOINT}/edit", update_endpoint, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/delete", delete_form, methods=["GET"])
-    api.add_api_route(f"{ENDPOINT}/delete", delete_endpoint, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/rotate", rotate_form, methods=["GET"])
-    api.add_api_route(f"{ENDPOINT}/rotate", rotate_secret, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/enable", enable, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/disable", disable, methods=["POST"])
+    api.add_api_route(urls.WEBHOOKS, webhooks_tab, methods=["GET"])
+    api.add_api_route(urls.WEBHOOKS, create_endpoint, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_EDIT, edit_form, methods=["GET"])
+    api.add_api_route(urls.ENDPOINT_EDIT, update_endpoint, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_DELETE, delete_form, methods=["GET"])
+    api.add_api_route(urls.ENDPOINT_DELETE, delete_endpoint, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_ROTATE, rotate_form, methods=["GET"])
+    api.add_api_route(urls.ENDPOINT_ROTATE, rotate_secret, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_ENABLE, enable, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_DISABLE, disable, methods=["POST"])
     return api
-
-
-def tab_url(club: Club, endpoint_id: str | None = None) -> str:
-    anchor = f"#endpoint-{endpoint_id}" if endpoint_id else ""
-    return f"/settings/{club.slug}/webhooks{anchor}"
 
 
 def views(session: Session, club_id: str) -> list[EndpointView]:
@@ -138,7 +132,7 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
         )
         said = flashes.Flash("endpoint-created", f"Endpoint {endpoint.url} added.", secret=secret)
         base.flash(request, session, staff, said)
-        return base.redirect(tab_url(club))
+        return base.redirect(urls.webhooks_url(club))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         return webhooks_page(request, session, club, 422, typed=form, found=found)
@@ -184,7 +178,7 @@ def update_endpoint(
         )
         said = f"Endpoint {endpoint.url} saved."
         base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
-        return base.redirect(tab_url(club, endpoint_id))
+        return base.redirect(urls.webhooks_url(club, endpoint_id))
 
     def again(session: Session, club: Club, found: dict[str, str]) -> Response:
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
@@ -210,7 +204,7 @@ def delete_endpoint(request: Request, staff: Posted, slug: str, endpoint_id: str
         deleted = endpoints.delete_endpoint(session, club.id, endpoint_id)
         said = f"Endpoint {deleted.url} deleted, with its deliveries."
         base.flash(request, session, staff, flashes.Flash("endpoint-deleted", said))
-    return base.redirect(tab_url(club))
+    return base.redirect(urls.webhooks_url(club))
 
 
 def rotate_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
@@ -228,7 +222,7 @@ def rotate_secret(request: Request, staff: Posted, slug: str, endpoint_id: str) 
         url = endpoints.get_endpoint(session, club.id, endpoint_id).url
         said = flashes.Flash("secret-rotated", f"Signing secret of {url} rotated.", secret=secret)
         base.flash(request, session, staff, said)
-    return base.redirect(tab_url(club))
+    return base.redirect(urls.webhooks_url(club))
 
 
 def enable(
@@ -247,7 +241,7 @@ def enable(
         )
         said = f"Endpoint {endpoint.url} switched on." + _resent(resent)
         base.flash(request, session, staff, flashes.Flash("endpoint-enabled", said))
-    return base.redirect(tab_url(club, endpoint_id))
+    return base.redirect(urls.webhooks_url(club, endpoint_id))
 
 
 def _resent(count: int) -> str:
@@ -262,4 +256,4 @@ def disable(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Res
         endpoint = endpoints.disable_endpoint(session, club.id, endpoint_id, context.now(request))
         said = f"Endpoint {endpoint.url} switched off."
         base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
-    return base.redirect(tab_url(club, endpoint_id))
+    return base.redirect(urls.webhooks_url(club, endpoint_id))
