@@ -4,7 +4,7 @@ per step, HTML pages, and errors answered as HTML pages rather than problem+json
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Annotated, Any, ClassVar
@@ -257,7 +257,10 @@ def field_errors(**checks: Callable[[], object]) -> dict[str, str]:
 
 
 Step = Callable[[Session, Club], Response]
-Again = Callable[[Session, Club, dict[str, str]], Response]
+# Which field of a form each kind of service error is shown beside (a subclass as its kind).
+ErrorFields = Mapping[type[errors.ClubwireError], str]
+# The page that shows a form again, as typed, with each field's message (never none).
+FormPage = Callable[[Request, Session, Club, dict[str, str]], Response]
 
 
 def form_step(
@@ -266,16 +269,22 @@ def form_step(
     slug: str,
     found: dict[str, str],
     step: Step,
-    again: Again,
-    field: str = "form",
+    error_fields: ErrorFields,
+    again: FormPage,
 ) -> Response:
-    """Do ``step`` in one transaction on the user's club unless the fields already have
-    errors; an ``InvalidInput`` from a service rolls the step back and shows the form
-    ``again``, with the message beside ``field``."""
+    """Do ``step`` in one transaction on the user's club, unless the form's own checks
+    ``found`` errors; a service error of a kind in ``error_fields`` rolls the step back, and
+    the form is shown ``again`` with its message beside that kind's field."""
     try:
         with context.transaction(request) as session:
             club = club_for(session, staff, slug)
-            return again(session, club, found) if found else step(session, club)
-    except errors.InvalidInput as exc:
+            return again(request, session, club, found) if found else step(session, club)
+    except tuple(error_fields) as exc:
         with context.transaction(request) as session:
-            return again(session, club_for(session, staff, slug), {field: exc.detail})
+            club = club_for(session, staff, slug)
+            return again(request, session, club, _beside(error_fields, exc))
+
+
+def _beside(error_fields: ErrorFields, exc: errors.ClubwireError) -> dict[str, str]:
+    field = next(field for kind, field in error_fields.items() if isinstance(exc, kind))
+    return {field: exc.detail}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -26,6 +27,10 @@ class KeyForm(base.FormFields):
     scope: list[str] = Field(default_factory=list)
     expires_in: str = keys.NEVER
 
+
+# The service's refusal goes beside the name: the scopes and the expiry are checked before it
+# is called, and the name is the only thing left for it to refuse.
+ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "name"}
 
 # The form's choices of when a new key expires, in words: "Never", "In 30 days", …
 EXPIRY_LABELS = {
@@ -79,14 +84,11 @@ def create_key(
         base.flash(request, session, staff, flashes.Flash("key-created", said, secret=full_key))
         return base.redirect(urls.api_keys_url(club))
 
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        return _keys_page(request, session, club, 422, form, found)
-
     found = form.unstorable() or base.field_errors(
         scopes=lambda: _check_scopes(form.scope), expires_in=lambda: keys.expiry(form.expires_in)
     )
-    # Once the scopes are right, the only check left in the service is the name's.
-    return base.form_step(request, staff, slug, found, step, again, field="name")
+    again = partial(_keys_page, typed=form)
+    return base.form_step(request, staff, slug, found, step, ERROR_FIELDS, again)
 
 
 def _check_scopes(chosen: list[str]) -> None:
@@ -100,16 +102,17 @@ def _keys_page(
     request: Request,
     session: Session,
     club: Club,
-    status: int = 200,
-    typed: KeyForm | None = None,
     found: dict[str, str] | None = None,
+    *,
+    typed: KeyForm | None = None,
 ) -> Response:
+    """The tab; ``found`` and ``typed``: the Create form again, with its errors."""
     listed = keys.list_keys(session, club.id)
     now = context.now(request)
     return base.page(
         request,
         "api_keys.html",
-        status,
+        422 if found else 200,
         club=club,
         keys=listed,
         statuses={key.id: keys.status(key, now) for key in listed},

@@ -9,6 +9,7 @@ nothing twice: the service brings forward only deliveries not brought forward ye
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -21,7 +22,7 @@ from clubwire.domain import event_catalog, replay_window
 from clubwire.domain.replay_window import Window
 from clubwire.services import endpoints
 from clubwire.services.delivery import replays
-from clubwire.services.staff import flashes, web_sessions
+from clubwire.services.staff import flashes
 from clubwire.storage.models import Club
 from clubwire.web import context
 from clubwire.web.ui import base, urls
@@ -29,6 +30,9 @@ from clubwire.web.ui.base import Posted, Staff
 
 DEFAULT_HOURS = 24  # the form's window, ending at the next minute
 FIELD_TIME = "%Y-%m-%dT%H:%M"  # what an <input type="datetime-local"> holds
+# The service's refusals, beside the form as a whole: a window it does not take, and the
+# endpoint or the module switched off by now (a conflict).
+ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "form", errors.Conflict: "form"}
 
 
 class ReplayForm(base.FormFields):
@@ -77,9 +81,8 @@ def router() -> APIRouter:
 def replay_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
         club = base.club_for(session, staff, slug)
-        return _form_page(
-            request, session, club, endpoint_id, ReplayForm.starting(context.now(request))
-        )
+        starting = ReplayForm.starting(context.now(request))
+        return _form_page(request, session, club, endpoint_id=endpoint_id, typed=starting)
 
 
 def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
@@ -99,7 +102,8 @@ def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: 
             counted=counted,
         )
 
-    return _form_step(request, staff, slug, endpoint_id, form, step)
+    again = partial(_form_page, endpoint_id=endpoint_id, typed=form)
+    return base.form_step(request, staff, slug, form.errors(), step, ERROR_FIELDS, again)
 
 
 def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
@@ -115,40 +119,20 @@ def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: F
         base.flash(request, session, staff, said)
         return base.redirect(urls.webhooks_url(club, endpoint_id))
 
-    return _form_step(request, staff, slug, endpoint_id, form, step)
-
-
-def _form_step(
-    request: Request,
-    staff: web_sessions.SignedIn,
-    slug: str,
-    endpoint_id: str,
-    form: ReplayForm,
-    step: base.Step,
-) -> Response:
-    """``step`` unless the form has errors; else, or when the endpoint or the module is off
-    by now, the form again, as typed, with the messages."""
-
-    def guarded(session: Session, club: Club) -> Response:
-        try:
-            return step(session, club)
-        except errors.Conflict as exc:
-            raise errors.InvalidInput(exc.detail) from exc
-
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        return _form_page(request, session, club, endpoint_id, form, found)
-
-    return base.form_step(request, staff, slug, form.errors(), guarded, again)
+    again = partial(_form_page, endpoint_id=endpoint_id, typed=form)
+    return base.form_step(request, staff, slug, form.errors(), step, ERROR_FIELDS, again)
 
 
 def _form_page(
     request: Request,
     session: Session,
     club: Club,
+    found: dict[str, str] | None = None,
+    *,
     endpoint_id: str,
     typed: ReplayForm,
-    found: dict[str, str] | None = None,
 ) -> Response:
+    """The form, as typed, with the messages of ``found`` (none: the form as it starts)."""
     endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
     return base.page(
         request,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -11,6 +12,7 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
+from clubwire import errors
 from clubwire.domain import max_rates
 from clubwire.services import endpoints
 from clubwire.services.delivery import deliveries, pings
@@ -22,6 +24,8 @@ from clubwire.web.ui import base, emails, urls
 from clubwire.web.ui.base import Posted, Staff
 
 RECENT_DELIVERIES = 10
+# What the services refuse of the Add and Edit forms shows above the form.
+ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "form"}
 
 
 class EndpointForm(base.FormFields):
@@ -98,16 +102,15 @@ def webhooks_page(
     request: Request,
     session: Session,
     club: Club,
-    status: int = 200,
+    found: dict[str, str] | None = None,
     *,
     typed: EndpointForm | None = None,
-    found: dict[str, str] | None = None,
 ) -> Response:
-    """The tab; ``typed`` and ``found``: the Add form again, with its errors."""
+    """The tab; ``found`` and ``typed``: the Add form again, with its errors."""
     return base.page(
         request,
         "webhooks.html",
-        status,
+        422 if found else 200,
         club=club,
         endpoints=views(session, club.id),
         typed=typed or EndpointForm(),
@@ -134,10 +137,8 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
         base.flash(request, session, staff, said)
         return base.redirect(urls.webhooks_url(club))
 
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        return webhooks_page(request, session, club, 422, typed=form, found=found)
-
-    return base.form_step(request, staff, slug, form.errors(settings), step, again)
+    again = partial(webhooks_page, typed=form)
+    return base.form_step(request, staff, slug, form.errors(settings), step, ERROR_FIELDS, again)
 
 
 def edit_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
@@ -180,11 +181,22 @@ def update_endpoint(
         base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
         return base.redirect(urls.webhooks_url(club, endpoint_id))
 
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-        return _edit_page(request, club, endpoint, form, found)
+    again = partial(_edit_again, endpoint_id=endpoint_id, typed=form)
+    return base.form_step(request, staff, slug, form.errors(settings), step, ERROR_FIELDS, again)
 
-    return base.form_step(request, staff, slug, form.errors(settings), step, again)
+
+def _edit_again(
+    request: Request,
+    session: Session,
+    club: Club,
+    found: dict[str, str],
+    *,
+    endpoint_id: str,
+    typed: EndpointForm,
+) -> Response:
+    """The Edit form again, as typed, with its errors."""
+    endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+    return _edit_page(request, club, endpoint, typed, found)
 
 
 def _confirm(request: Request, staff: Staff, slug: str, endpoint_id: str, name: str) -> Response:
