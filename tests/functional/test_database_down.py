@@ -29,8 +29,9 @@ from clubwire.services.staff import web_sessions
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import User
-from clubwire.web import problems, security
+from clubwire.web import problems
 from clubwire.web.app import create_app
+from clubwire.web.ui import security
 from tests import conftest
 from tests.factories import FakeClock, make_club, make_key, program_data, registration
 from tests.functional import processes

@@ -16,8 +16,8 @@ from clubwire.services import clubs
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, ClubAdmin, Delivery, Endpoint, WebSession
-from clubwire.web import security
 from clubwire.web.app import create_app
+from clubwire.web.ui import security, urls
 from tests.factories import EPOCH, make_club, make_endpoint, make_key, receiver_settings
 from tests.factories import registration as registration_data
 from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff
@@ -249,12 +249,12 @@ def _every_post(
 def test_every_post_of_the_settings_area_is_listed_here(hooks: Settings, seeded: Seeded) -> None:
     """So that a new form cannot miss the tests below: every route that changes something."""
     app = create_app(hooks)
-    urls = [url for url, _ in _posts(seeded)] + ["/sign-in"]
+    posted = [url for url, _ in _posts(seeded)] + ["/sign-in"]
     for route in app.routes:
-        if not isinstance(route, APIRoute) or not security.is_ui_path(route.path):
+        if not isinstance(route, APIRoute) or not urls.is_ui_path(route.path):
             continue
         if (route.methods or set()) - security.SAFE_METHODS:
-            assert any(route.path_regex.match(url) for url in urls), route.path
+            assert any(route.path_regex.match(url) for url in posted), route.path
 
 
 @pytest.mark.parametrize("headers", FROM_ELSEWHERE, ids=lambda h: " ".join(h.values()))

@@ -31,10 +31,10 @@ from clubwire.web import (
     problems,
     public_api,
     telemetry,
-    templating,
     ui,
     unstorable,
 )
+from clubwire.web.ui import templating
 from clubwire.worker import exposition, lock, running
 
 log = logging.getLogger(__name__)
@@ -82,9 +82,9 @@ def create_app(
                 await stack.enter_async_context(service(sessions))
             if run_worker:
                 await _start_worker(stack, settings, sessions, clock, metrics)
-            pages = templating.Pages(templating.environment())
+            templates = templating.environment()
             yield context.AppContext(
-                settings, engine, sessions, clock, access, limits, metrics, pages
+                settings, engine, sessions, clock, access, limits, metrics, templates
             ).state()
 
     app = FastAPI(

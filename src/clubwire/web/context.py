@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Concatenate, ParamSpec, TypeVar
 
+import jinja2
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import HTTPConnection
@@ -22,7 +23,6 @@ from clubwire.services.metrics import Metrics
 from clubwire.services.staff.web_sessions import SignedIn
 from clubwire.settings import Settings
 from clubwire.storage import database
-from clubwire.web import templating
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -34,7 +34,8 @@ STAFF = "staff"  # the signed-in staff member, in a request's own state
 @dataclass(frozen=True, slots=True)
 class AppContext:
     """The service's parts, for its lifetime: the database (``engine``, ``sessions``), the
-    configuration, the clock, the API's key reader and rate limits, metrics and the pages."""
+    configuration, the clock, the API's key reader and rate limits, metrics and the settings
+    area's templates."""
 
     settings: Settings
     engine: Engine
@@ -43,7 +44,7 @@ class AppContext:
     access: ApiAccess
     limits: ApiLimits
     metrics: Metrics
-    pages: templating.Pages
+    templates: jinja2.Environment  # the settings area's (web.ui.templating)
 
     def state(self) -> dict[str, AppContext]:
         """What the lifespan yields, so that every request carries this context."""

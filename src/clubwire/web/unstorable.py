@@ -4,7 +4,7 @@ A club's slug or a record's id in the path, a filter in the query string and, wi
 routing, the club in the Host header all end up in a query. PostgreSQL's text cannot hold NUL
 (and psycopg cannot send a lone surrogate), so a request carrying one there is answered 422
 problem+json before any route sees it, the same on every path. Bodies and forms are checked by
-their own models (``domain.text.StorableText``, ``ui_base.FormFields``).
+their own models (``domain.text.StorableText``, ``ui.base.FormFields``).
 """
 
 from __future__ import annotations

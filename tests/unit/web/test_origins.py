@@ -6,7 +6,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from clubwire.settings import Settings
-from clubwire.web import security
+from clubwire.web.ui import security
 
 SETTINGS = Settings(_env_file=None, public_url="https://Hooks.Example.org:443")
 

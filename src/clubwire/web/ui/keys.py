@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -14,17 +15,22 @@ from clubwire.domain import scopes
 from clubwire.services.club_api import keys
 from clubwire.services.staff import flashes, users
 from clubwire.storage.models import ApiKey, Club
-from clubwire.web import context, ui_base
-from clubwire.web.ui_base import Posted, Staff
+from clubwire.web import context
+from clubwire.web.ui import base, urls
+from clubwire.web.ui.base import Posted, Staff
 
 
-class KeyForm(ui_base.FormFields):
+class KeyForm(base.FormFields):
     """What the Create an API key form sends (and shows again when it has errors)."""
 
     name: str = ""
     scope: list[str] = Field(default_factory=list)
     expires_in: str = keys.NEVER
 
+
+# The service's refusal goes beside the name: the scopes and the expiry are checked before it
+# is called, and the name is the only thing left for it to refuse.
+ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "name"}
 
 # The form's choices of when a new key expires, in words: "Never", "In 30 days", …
 EXPIRY_LABELS = {
@@ -34,18 +40,14 @@ EXPIRY_LABELS = {
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route("/settings", club_list, methods=["GET"])
-    api.add_api_route("/settings/{slug}", club_home, methods=["GET"])
-    api.add_api_route("/settings/{slug}/api-keys", keys_tab, methods=["GET"])
-    api.add_api_route("/settings/{slug}/api-keys", create_key, methods=["POST"])
-    api.add_api_route("/settings/{slug}/api-keys/{prefix}/revoke", revoke_form, methods=["GET"])
-    api.add_api_route("/settings/{slug}/api-keys/{prefix}/revoke", revoke_key, methods=["POST"])
+    api = base.router()
+    api.add_api_route(urls.SETTINGS, club_list, methods=["GET"])
+    api.add_api_route(urls.CLUB, club_home, methods=["GET"])
+    api.add_api_route(urls.API_KEYS, keys_tab, methods=["GET"])
+    api.add_api_route(urls.API_KEYS, create_key, methods=["POST"])
+    api.add_api_route(urls.KEY_REVOKE, revoke_form, methods=["GET"])
+    api.add_api_route(urls.KEY_REVOKE, revoke_key, methods=["POST"])
     return api
-
-
-def tab_url(club: Club, tab: str) -> str:
-    return f"/settings/{club.slug}/{tab}"
 
 
 def club_list(request: Request, staff: Staff) -> Response:
@@ -53,19 +55,19 @@ def club_list(request: Request, staff: Staff) -> Response:
     with context.transaction(request) as session:
         managed = users.managed_clubs(session, staff.user)
     if len(managed) == 1:
-        return ui_base.redirect(tab_url(managed[0], "webhooks"))
-    return ui_base.page(request, "clubs.html", clubs=managed)
+        return base.redirect(urls.webhooks_url(managed[0]))
+    return base.page(request, "clubs.html", clubs=managed)
 
 
 def club_home(request: Request, staff: Staff, slug: str) -> Response:
     with context.transaction(request) as session:
         club = users.managed_club(session, staff.user, slug)
-    return ui_base.redirect(tab_url(club, "webhooks"))
+    return base.redirect(urls.webhooks_url(club))
 
 
 def keys_tab(request: Request, staff: Staff, slug: str) -> Response:
     with context.transaction(request) as session:
-        return _keys_page(request, session, ui_base.club_for(session, staff, slug))
+        return _keys_page(request, session, base.club_for(session, staff, slug))
 
 
 def create_key(
@@ -79,17 +81,14 @@ def create_key(
             session, club, form.scope, form.name, now, form.expires_in
         )
         said = f"API key {created.prefix} created."
-        ui_base.flash(request, session, staff, flashes.Flash("key-created", said, secret=full_key))
-        return ui_base.redirect(tab_url(club, "api-keys"))
+        base.flash(request, session, staff, flashes.Flash("key-created", said, secret=full_key))
+        return base.redirect(urls.api_keys_url(club))
 
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        return _keys_page(request, session, club, 422, form, found)
-
-    found = form.unstorable() or ui_base.field_errors(
+    found = form.unstorable() or base.field_errors(
         scopes=lambda: _check_scopes(form.scope), expires_in=lambda: keys.expiry(form.expires_in)
     )
-    # Once the scopes are right, the only check left in the service is the name's.
-    return ui_base.form_step(request, staff, slug, found, step, again, field="name")
+    again = partial(_keys_page, typed=form)
+    return base.form_step(request, staff, slug, found, step, ERROR_FIELDS, again)
 
 
 def _check_scopes(chosen: list[str]) -> None:
@@ -103,16 +102,17 @@ def _keys_page(
     request: Request,
     session: Session,
     club: Club,
-    status: int = 200,
-    typed: KeyForm | None = None,
     found: dict[str, str] | None = None,
+    *,
+    typed: KeyForm | None = None,
 ) -> Response:
+    """The tab; ``found`` and ``typed``: the Create form again, with its errors."""
     listed = keys.list_keys(session, club.id)
     now = context.now(request)
-    return ui_base.page(
+    return base.page(
         request,
         "api_keys.html",
-        status,
+        422 if found else 200,
         club=club,
         keys=listed,
         statuses={key.id: keys.status(key, now) for key in listed},
@@ -125,18 +125,18 @@ def _keys_page(
 def revoke_form(request: Request, staff: Staff, slug: str, prefix: str) -> Response:
     """Are you sure? (The same question without JavaScript as with it.)"""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         key = _key(session, club, prefix)
-    return ui_base.page(request, "key_revoke.html", club=club, key=key)
+    return base.page(request, "key_revoke.html", club=club, key=key)
 
 
 def revoke_key(request: Request, staff: Posted, slug: str, prefix: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         keys.revoke_key(session, club.id, prefix, context.now(request))
         said = f"API key {prefix} revoked: the API refuses it from now on."
-        ui_base.flash(request, session, staff, flashes.Flash("key-revoked", said))
-    return ui_base.redirect(f"{tab_url(club, 'api-keys')}#key-{prefix}")
+        base.flash(request, session, staff, flashes.Flash("key-revoked", said))
+    return base.redirect(urls.api_keys_url(club, prefix))
 
 
 def _key(session: Session, club: Club, prefix: str) -> ApiKey:

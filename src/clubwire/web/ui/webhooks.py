@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -11,20 +12,23 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
+from clubwire import errors
 from clubwire.domain import max_rates
 from clubwire.services import endpoints
 from clubwire.services.delivery import deliveries, pings
 from clubwire.services.staff import flashes
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
-from clubwire.web import context, ui_base, ui_emails
-from clubwire.web.ui_base import Posted, Staff
+from clubwire.web import context
+from clubwire.web.ui import base, emails, urls
+from clubwire.web.ui.base import Posted, Staff
 
 RECENT_DELIVERIES = 10
-ENDPOINT = "/settings/{slug}/webhooks/{endpoint_id}"
+# What the services refuse of the Add and Edit forms shows above the form.
+ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "form"}
 
 
-class EndpointForm(ui_base.FormFields):
+class EndpointForm(base.FormFields):
     """What the Add and Edit forms of an endpoint send (and show again with errors)."""
 
     url: str = ""
@@ -34,7 +38,7 @@ class EndpointForm(ui_base.FormFields):
     def errors(self, settings: Settings) -> dict[str, str]:
         """Each field's message: text the database cannot hold, else the services' checks
         (which are never given such text)."""
-        return self.unstorable() or ui_base.field_errors(
+        return self.unstorable() or base.field_errors(
             url=lambda: endpoints.check_url(self.url, settings),
             events=lambda: endpoints.subscribable(self.event),
             max_rate=self.rate,
@@ -64,23 +68,18 @@ class EndpointView:
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route("/settings/{slug}/webhooks", webhooks_tab, methods=["GET"])
-    api.add_api_route("/settings/{slug}/webhooks", create_endpoint, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/edit", edit_form, methods=["GET"])
-    api.add_api_route(f"{ENDPOINT}/edit", update_endpoint, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/delete", delete_form, methods=["GET"])
-    api.add_api_route(f"{ENDPOINT}/delete", delete_endpoint, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/rotate", rotate_form, methods=["GET"])
-    api.add_api_route(f"{ENDPOINT}/rotate", rotate_secret, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/enable", enable, methods=["POST"])
-    api.add_api_route(f"{ENDPOINT}/disable", disable, methods=["POST"])
+    api = base.router()
+    api.add_api_route(urls.WEBHOOKS, webhooks_tab, methods=["GET"])
+    api.add_api_route(urls.WEBHOOKS, create_endpoint, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_EDIT, edit_form, methods=["GET"])
+    api.add_api_route(urls.ENDPOINT_EDIT, update_endpoint, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_DELETE, delete_form, methods=["GET"])
+    api.add_api_route(urls.ENDPOINT_DELETE, delete_endpoint, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_ROTATE, rotate_form, methods=["GET"])
+    api.add_api_route(urls.ENDPOINT_ROTATE, rotate_secret, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_ENABLE, enable, methods=["POST"])
+    api.add_api_route(urls.ENDPOINT_DISABLE, disable, methods=["POST"])
     return api
-
-
-def tab_url(club: Club, endpoint_id: str | None = None) -> str:
-    anchor = f"#endpoint-{endpoint_id}" if endpoint_id else ""
-    return f"/settings/{club.slug}/webhooks{anchor}"
 
 
 def views(session: Session, club_id: str) -> list[EndpointView]:
@@ -103,27 +102,26 @@ def webhooks_page(
     request: Request,
     session: Session,
     club: Club,
-    status: int = 200,
+    found: dict[str, str] | None = None,
     *,
     typed: EndpointForm | None = None,
-    found: dict[str, str] | None = None,
 ) -> Response:
-    """The tab; ``typed`` and ``found``: the Add form again, with its errors."""
-    return ui_base.page(
+    """The tab; ``found`` and ``typed``: the Add form again, with its errors."""
+    return base.page(
         request,
         "webhooks.html",
-        status,
+        422 if found else 200,
         club=club,
         endpoints=views(session, club.id),
         typed=typed or EndpointForm(),
         errors=found or {},
-        emails=ui_emails.panel(request, session, club),
+        emails=emails.panel(request, session, club),
     )
 
 
 def webhooks_tab(request: Request, staff: Staff, slug: str) -> Response:
     with context.transaction(request) as session:
-        return webhooks_page(request, session, ui_base.club_for(session, staff, slug))
+        return webhooks_page(request, session, base.club_for(session, staff, slug))
 
 
 def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) -> Response:
@@ -136,18 +134,16 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
             session, club, form.url, form.event, now, settings, max_rate=form.rate()
         )
         said = flashes.Flash("endpoint-created", f"Endpoint {endpoint.url} added.", secret=secret)
-        ui_base.flash(request, session, staff, said)
-        return ui_base.redirect(tab_url(club))
+        base.flash(request, session, staff, said)
+        return base.redirect(urls.webhooks_url(club))
 
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        return webhooks_page(request, session, club, 422, typed=form, found=found)
-
-    return ui_base.form_step(request, staff, slug, form.errors(settings), step, again)
+    again = partial(webhooks_page, typed=form)
+    return base.form_step(request, staff, slug, form.errors(settings), step, ERROR_FIELDS, again)
 
 
 def edit_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
     return _edit_page(request, club, endpoint, EndpointForm.of(endpoint))
 
@@ -160,7 +156,7 @@ def _edit_page(
     found: dict[str, str] | None = None,
 ) -> Response:
     status = 422 if found else 200
-    return ui_base.page(
+    return base.page(
         request,
         "endpoint_edit.html",
         status,
@@ -182,21 +178,32 @@ def update_endpoint(
             session, club.id, endpoint_id, now, settings, form.url, form.event, max_rate=form.rate()
         )
         said = f"Endpoint {endpoint.url} saved."
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
-        return ui_base.redirect(tab_url(club, endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))
+        return base.redirect(urls.webhooks_url(club, endpoint_id))
 
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-        return _edit_page(request, club, endpoint, form, found)
+    again = partial(_edit_again, endpoint_id=endpoint_id, typed=form)
+    return base.form_step(request, staff, slug, form.errors(settings), step, ERROR_FIELDS, again)
 
-    return ui_base.form_step(request, staff, slug, form.errors(settings), step, again)
+
+def _edit_again(
+    request: Request,
+    session: Session,
+    club: Club,
+    found: dict[str, str],
+    *,
+    endpoint_id: str,
+    typed: EndpointForm,
+) -> Response:
+    """The Edit form again, as typed, with its errors."""
+    endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
+    return _edit_page(request, club, endpoint, typed, found)
 
 
 def _confirm(request: Request, staff: Staff, slug: str, endpoint_id: str, name: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-    return ui_base.page(request, name, club=club, endpoint=endpoint)
+    return base.page(request, name, club=club, endpoint=endpoint)
 
 
 def delete_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
@@ -205,11 +212,11 @@ def delete_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> 
 
 def delete_endpoint(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         deleted = endpoints.delete_endpoint(session, club.id, endpoint_id)
         said = f"Endpoint {deleted.url} deleted, with its deliveries."
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-deleted", said))
-    return ui_base.redirect(tab_url(club))
+        base.flash(request, session, staff, flashes.Flash("endpoint-deleted", said))
+    return base.redirect(urls.webhooks_url(club))
 
 
 def rotate_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
@@ -221,13 +228,13 @@ def rotate_secret(request: Request, staff: Posted, slug: str, endpoint_id: str) 
     at once."""
     settings = context.of(request).settings
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         now = context.now(request)
         secret = endpoints.rotate_secret(session, club.id, endpoint_id, now, settings)
         url = endpoints.get_endpoint(session, club.id, endpoint_id).url
         said = flashes.Flash("secret-rotated", f"Signing secret of {url} rotated.", secret=secret)
-        ui_base.flash(request, session, staff, said)
-    return ui_base.redirect(tab_url(club))
+        base.flash(request, session, staff, said)
+    return base.redirect(urls.webhooks_url(club))
 
 
 def enable(
@@ -239,14 +246,14 @@ def enable(
 ) -> Response:
     """Switch on (dead in a row back to 0), resending what was skipped if asked to."""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         now = context.now(request)
         endpoint, resent = endpoints.enable_endpoint(
             session, club.id, endpoint_id, now, resend_skipped == "yes"
         )
         said = f"Endpoint {endpoint.url} switched on." + _resent(resent)
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-enabled", said))
-    return ui_base.redirect(tab_url(club, endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("endpoint-enabled", said))
+    return base.redirect(urls.webhooks_url(club, endpoint_id))
 
 
 def _resent(count: int) -> str:
@@ -257,8 +264,8 @@ def _resent(count: int) -> str:
 
 def disable(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.disable_endpoint(session, club.id, endpoint_id, context.now(request))
         said = f"Endpoint {endpoint.url} switched off."
-        ui_base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
-    return ui_base.redirect(tab_url(club, endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
+    return base.redirect(urls.webhooks_url(club, endpoint_id))

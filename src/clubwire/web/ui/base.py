@@ -4,11 +4,10 @@ per step, HTML pages, and errors answered as HTML pages rather than problem+json
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Annotated, Any, ClassVar
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,9 +20,11 @@ from clubwire import errors
 from clubwire.domain import text
 from clubwire.services.staff import flashes, users, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import context, problems, security
+from clubwire.web import context, problems
+from clubwire.web.ui import security, templating, urls
 
-log = logging.getLogger(__name__)
+# The name it had before the settings area became a package: log lines are filtered on it.
+log = logging.getLogger("clubwire.web.ui_base")
 
 MAX_LOGGED_PATH = 200
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -89,9 +90,7 @@ def _render(
     request: Request, name: str, status: int, shown: list[flashes.Flash], **values: object
 ) -> HTMLResponse:
     staff = context.staff(request)
-    return context.of(request).pages.render(
-        request, name, status, staff=staff, flashes=shown, **values
-    )
+    return templating.render(request, name, status, staff=staff, flashes=shown, **values)
 
 
 def _taken(request: Request, staff: web_sessions.SignedIn) -> list[flashes.Flash]:
@@ -118,12 +117,6 @@ def redirect(url: str) -> RedirectResponse:
     """See other: the answer to a POST that worked (the browser then GETs ``url``, where a
     ``flash`` left by the POST says what it did)."""
     return RedirectResponse(url, status_code=303)
-
-
-def sign_in_url(next_path: str | None) -> str:
-    if next_path is None:
-        return security.SIGN_IN_PATH
-    return f"{security.SIGN_IN_PATH}?next={quote(next_path, safe='/')}"
 
 
 # -- who is signed in, and CSRF ------------------------------------------------------------
@@ -189,7 +182,7 @@ def club_for(session: Session, staff: web_sessions.SignedIn, slug: str) -> Club:
 def error_page(request: Request, exc: Exception) -> Response:
     """The HTML answer to an error raised by a settings-area route."""
     if isinstance(exc, SignInRequired):
-        return redirect(sign_in_url(exc.next_path))
+        return redirect(urls.sign_in_url(exc.next_path))
     if isinstance(exc, FormRefused):
         return message(request, 403, "Form refused", exc.words)
     if isinstance(exc, ModuleOff):
@@ -264,7 +257,10 @@ def field_errors(**checks: Callable[[], object]) -> dict[str, str]:
 
 
 Step = Callable[[Session, Club], Response]
-Again = Callable[[Session, Club, dict[str, str]], Response]
+# Which field of a form each kind of service error is shown beside (a subclass as its kind).
+ErrorFields = Mapping[type[errors.ClubwireError], str]
+# The page that shows a form again, as typed, with each field's message (never none).
+FormPage = Callable[[Request, Session, Club, dict[str, str]], Response]
 
 
 def form_step(
@@ -273,16 +269,22 @@ def form_step(
     slug: str,
     found: dict[str, str],
     step: Step,
-    again: Again,
-    field: str = "form",
+    error_fields: ErrorFields,
+    again: FormPage,
 ) -> Response:
-    """Do ``step`` in one transaction on the user's club unless the fields already have
-    errors; an ``InvalidInput`` from a service rolls the step back and shows the form
-    ``again``, with the message beside ``field``."""
+    """Do ``step`` in one transaction on the user's club, unless the form's own checks
+    ``found`` errors; a service error of a kind in ``error_fields`` rolls the step back, and
+    the form is shown ``again`` with its message beside that kind's field."""
     try:
         with context.transaction(request) as session:
             club = club_for(session, staff, slug)
-            return again(session, club, found) if found else step(session, club)
-    except errors.InvalidInput as exc:
+            return again(request, session, club, found) if found else step(session, club)
+    except tuple(error_fields) as exc:
         with context.transaction(request) as session:
-            return again(session, club_for(session, staff, slug), {field: exc.detail})
+            club = club_for(session, staff, slug)
+            return again(request, session, club, _beside(error_fields, exc))
+
+
+def _beside(error_fields: ErrorFields, exc: errors.ClubwireError) -> dict[str, str]:
+    field = next(field for kind, field in error_fields.items() if isinstance(exc, kind))
+    return {field: exc.detail}

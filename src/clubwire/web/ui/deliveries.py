@@ -16,14 +16,12 @@ from clubwire.services import endpoints
 from clubwire.services.delivery import attempts, deliveries, pings
 from clubwire.services.staff import flashes, web_sessions
 from clubwire.storage.models import Club
-from clubwire.web import context, security, ui_base, ui_webhooks
-from clubwire.web.ui_base import Posted, Staff
-
-DELIVERY = "/settings/{slug}/deliveries/{delivery_id}"
-DELIVERIES = f"{ui_webhooks.ENDPOINT}/deliveries"
+from clubwire.web import context
+from clubwire.web.ui import base, security, urls
+from clubwire.web.ui.base import Posted, Staff
 
 
-class DeliveryFilters(ui_base.FormFields):
+class DeliveryFilters(base.FormFields):
     """The filters of the deliveries page, a GET form (so a page's address can be shared and
     reloaded), and the page's cursor: ``older`` or ``newer`` than a delivery."""
 
@@ -36,7 +34,7 @@ class DeliveryFilters(ui_base.FormFields):
 
     def errors(self) -> dict[str, str]:
         """Each field's message; ``page`` for a cursor that is not one of ours."""
-        return self.unstorable() or ui_base.field_errors(
+        return self.unstorable() or base.field_errors(
             status=lambda: delivery_pages.status(self.status),
             event=lambda: delivery_pages.kind(self.event),
             since=lambda: delivery_pages.since(self.since),
@@ -67,11 +65,11 @@ class DeliveryFilters(ui_base.FormFields):
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route(DELIVERIES, deliveries_page, methods=["GET"])
-    api.add_api_route(DELIVERY, delivery_page, methods=["GET"])
-    api.add_api_route(f"{DELIVERY}/retry", retry, methods=["POST"])
-    api.add_api_route(f"{ui_webhooks.ENDPOINT}/test", send_test, methods=["POST"])
+    api = base.router()
+    api.add_api_route(urls.DELIVERIES, deliveries_page, methods=["GET"])
+    api.add_api_route(urls.DELIVERY, delivery_page, methods=["GET"])
+    api.add_api_route(urls.RETRY, retry, methods=["POST"])
+    api.add_api_route(urls.SEND_TEST, send_test, methods=["POST"])
     return api
 
 
@@ -86,7 +84,7 @@ def deliveries_page(
     filters that cannot be read are shown again with their messages (and no rows)."""
     found = typed.errors()
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
         page = None
         if not found:
@@ -99,7 +97,7 @@ def deliveries_page(
                 newer_than=typed.cursor(typed.newer),
             )
         path = request.url.path
-        return ui_base.page(
+        return base.page(
             request,
             "deliveries.html",
             422 if found else 200,
@@ -121,9 +119,9 @@ def deliveries_page(
 def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -> Response:
     """One delivery: its state and every attempt, with the receiver's answer (escaped)."""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         delivery = deliveries.get_delivery(session, club.id, delivery_id)
-        return ui_base.page(
+        return base.page(
             request,
             "delivery.html",
             club=club,
@@ -142,18 +140,18 @@ def retry(
 ) -> Response:
     """Retry now; then back to the page the button was on (within this club's settings)."""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         delivery = deliveries.retry(session, club.id, delivery_id, context.now(request))
         said = f"Delivery {delivery_id} will be sent again now."
-        ui_base.flash(request, session, staff, flashes.Flash("delivery-retried", said))
-    return ui_base.redirect(_back(club, next_path, delivery.endpoint_id))
+        base.flash(request, session, staff, flashes.Flash("delivery-retried", said))
+    return base.redirect(_back(club, next_path, delivery.endpoint_id))
 
 
 def _back(club: Club, next_path: str, endpoint_id: str) -> str:
     back = security.safe_next(next_path)
-    if back is not None and back.startswith(f"/settings/{club.slug}/"):
+    if back is not None and back.startswith(f"{urls.club_url(club)}/"):
         return back
-    return ui_webhooks.tab_url(club, endpoint_id)
+    return urls.webhooks_url(club, endpoint_id)
 
 
 async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
@@ -168,7 +166,7 @@ async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str
     kind = "test-sent" if result.ok else "test-failed"
     tested = flashes.Flash(kind, f"Send test: {delivering.plain(result)}", endpoint_id)
     await run_in_threadpool(_tell, request, staff, tested)
-    return ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
+    return base.redirect(urls.webhooks_url(club, endpoint_id))
 
 
 def _club_of_endpoint(
@@ -176,11 +174,11 @@ def _club_of_endpoint(
 ) -> Club:
     """The user's club, if the endpoint is one of its own (else not found)."""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         endpoints.get_endpoint(session, club.id, endpoint_id)
         return club
 
 
 def _tell(request: Request, staff: web_sessions.SignedIn, said: flashes.Flash) -> None:
     with context.transaction(request) as session:
-        ui_base.flash(request, session, staff, said)
+        base.flash(request, session, staff, said)

@@ -11,22 +11,23 @@ from starlette.responses import Response
 from clubwire import errors
 from clubwire.domain import device_tokens
 from clubwire.services.staff import users, web_sessions
-from clubwire.web import context, security, ui_base
-from clubwire.web.ui_base import Posted, Staff
+from clubwire.web import context
+from clubwire.web.ui import base, security, urls
+from clubwire.web.ui.base import Posted, Staff
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route("/", landing, methods=["GET"])
-    api.add_api_route(security.SIGN_IN_PATH, sign_in_form, methods=["GET"])
-    api.add_api_route(security.SIGN_IN_PATH, sign_in, methods=["POST"])
-    api.add_api_route("/sign-out", sign_out, methods=["POST"])
+    api = base.router()
+    api.add_api_route(urls.LANDING, landing, methods=["GET"])
+    api.add_api_route(urls.SIGN_IN, sign_in_form, methods=["GET"])
+    api.add_api_route(urls.SIGN_IN, sign_in, methods=["POST"])
+    api.add_api_route(urls.SIGN_OUT, sign_out, methods=["POST"])
     return api
 
 
 def landing(staff: Staff) -> Response:
     """Superadmins start on the module switches; club admins on their club's settings."""
-    return ui_base.redirect("/admin" if staff.user.is_superadmin else "/settings")
+    return base.redirect(urls.ADMIN if staff.user.is_superadmin else urls.SETTINGS)
 
 
 def sign_in_form(
@@ -35,7 +36,7 @@ def sign_in_form(
     return _form(request, next_path=security.safe_next(next_path) or "")
 
 
-class SignInForm(ui_base.FormFields):
+class SignInForm(base.FormFields):
     email: str = ""
     password: str = ""
     # Where to go afterwards: a path on this site, else nowhere in particular.
@@ -46,7 +47,7 @@ class SignInForm(ui_base.FormFields):
 def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
     """Check the password (throttled), start a new session, and go where the user was going."""
     if not security.same_token(form.csrf_token, request.cookies.get(security.SIGN_IN_COOKIE)):
-        raise ui_base.CsrfRefused()
+        raise base.CsrfRefused()
     found = form.unstorable()
     if found:  # not looked up, and not counted toward the throttle: it cannot be stored
         return _form(request, 422, email=form.email, next_path=form.next, found=found)
@@ -56,7 +57,7 @@ def sign_in(request: Request, form: Annotated[SignInForm, Form()]) -> Response:
         found = {"password": outcome.detail}
         return _form(request, status, email=form.email, next_path=form.next, found=found)
     token, user_id = outcome
-    response = ui_base.redirect(security.safe_next(form.next) or "/")
+    response = base.redirect(security.safe_next(form.next) or urls.LANDING)
     settings = context.of(request).settings
     secure = security.is_https(request, settings)
     security.set_cookie(response, security.SESSION_COOKIE, token, secure=secure)
@@ -95,7 +96,7 @@ def _form(
 ) -> Response:
     """The sign-in form, with its double-submit CSRF token in a cookie and a hidden field."""
     token = request.cookies.get(security.SIGN_IN_COOKIE) or security.new_token()
-    response = ui_base.page(
+    response = base.page(
         request,
         "sign_in.html",
         status,
@@ -113,7 +114,7 @@ def sign_out(request: Request, _staff: Posted) -> Response:
     """End the session on the server and forget the cookie."""
     with context.transaction(request) as session:
         web_sessions.end(session, request.cookies.get(security.SESSION_COOKIE, ""))
-    response = ui_base.redirect(security.SIGN_IN_PATH)
+    response = base.redirect(urls.SIGN_IN)
     secure = security.is_https(request, context.of(request).settings)
     security.clear_cookie(response, security.SESSION_COOKIE, secure=secure)
     return response

@@ -1,8 +1,8 @@
 """Browser safety for the settings area: security headers, cookies, CSRF tokens, requests
 from other sites, safe redirects.
 
-The headers go on the UI's paths only (chosen by prefix), so the club data API's hot path
-pays one string comparison and nothing else.
+The headers go on the UI's paths only (chosen by prefix, ``urls.is_ui_path``), so the club
+data API's hot path pays one string comparison and nothing else.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clubwire.domain import text
 from clubwire.settings import Settings
+from clubwire.web.ui import urls
 
 SESSION_COOKIE = "clubwire_session"
 SIGN_IN_COOKIE = "clubwire_sign_in"  # the sign-in form's double-submit CSRF token
 DEVICE_COOKIE = "clubwire_device"  # a browser a user signed in with (domain.device_tokens)
-SIGN_IN_PATH = "/sign-in"
-UI_PREFIXES = (SIGN_IN_PATH, "/sign-out", "/settings", "/admin", "/static/")
-STATIC_PREFIX = "/static/"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # What a browser says of a request that one of our own pages made (or a person typed in):
 # anything else, ``same-site`` too (a sibling host, such as a club's host with
@@ -53,10 +51,6 @@ HEADERS = (
 )
 
 
-def is_ui_path(path: str) -> bool:
-    return path == "/" or path.startswith(UI_PREFIXES)
-
-
 class SecurityHeaders:
     """ASGI middleware: the security headers on every UI response, and ``no-store`` on every
     UI page (pages carry CSRF tokens and sometimes a secret shown once)."""
@@ -65,10 +59,10 @@ class SecurityHeaders:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_ui_path(scope["path"]):
+        if scope["type"] != "http" or not urls.is_ui_path(scope["path"]):
             await self.app(scope, receive, send)
             return
-        static = scope["path"].startswith(STATIC_PREFIX)
+        static = scope["path"].startswith(urls.STATIC)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -9,6 +9,7 @@ nothing twice: the service brings forward only deliveries not brought forward ye
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -21,17 +22,20 @@ from clubwire.domain import event_catalog, replay_window
 from clubwire.domain.replay_window import Window
 from clubwire.services import endpoints
 from clubwire.services.delivery import replays
-from clubwire.services.staff import flashes, web_sessions
+from clubwire.services.staff import flashes
 from clubwire.storage.models import Club
-from clubwire.web import context, ui_base, ui_webhooks
-from clubwire.web.ui_base import Posted, Staff
+from clubwire.web import context
+from clubwire.web.ui import base, urls
+from clubwire.web.ui.base import Posted, Staff
 
-REPLAY = f"{ui_webhooks.ENDPOINT}/replay"
 DEFAULT_HOURS = 24  # the form's window, ending at the next minute
 FIELD_TIME = "%Y-%m-%dT%H:%M"  # what an <input type="datetime-local"> holds
+# The service's refusals, beside the form as a whole: a window it does not take, and the
+# endpoint or the module switched off by now (a conflict).
+ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "form", errors.Conflict: "form"}
 
 
-class ReplayForm(ui_base.FormFields):
+class ReplayForm(base.FormFields):
     """What the Replay form sends (and shows again, with errors, or in the confirmation)."""
 
     since: str = ""
@@ -41,13 +45,13 @@ class ReplayForm(ui_base.FormFields):
 
     def errors(self) -> dict[str, str]:
         """Each field's message; ``form`` for a window that ends before it starts."""
-        found = self.unstorable() or ui_base.field_errors(
+        found = self.unstorable() or base.field_errors(
             since=lambda: replay_window.minute(self.since, "From"),
             until=lambda: replay_window.minute(self.until, "To"),
             statuses=lambda: replay_window.chosen_statuses(self.status),
             events=lambda: replay_window.chosen_kinds(self.event),
         )
-        return found or ui_base.field_errors(form=self.window)
+        return found or base.field_errors(form=self.window)
 
     def window(self) -> Window:
         return replay_window.window(self.since, self.until, self.status, self.event)
@@ -67,19 +71,18 @@ Filled = Annotated[ReplayForm, Form()]
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route(REPLAY, replay_form, methods=["GET"])
-    api.add_api_route(f"{REPLAY}/preview", preview, methods=["POST"])
-    api.add_api_route(REPLAY, replay, methods=["POST"])
+    api = base.router()
+    api.add_api_route(urls.REPLAY, replay_form, methods=["GET"])
+    api.add_api_route(urls.REPLAY_PREVIEW, preview, methods=["POST"])
+    api.add_api_route(urls.REPLAY, replay, methods=["POST"])
     return api
 
 
 def replay_form(request: Request, staff: Staff, slug: str, endpoint_id: str) -> Response:
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
-        return _form_page(
-            request, session, club, endpoint_id, ReplayForm.starting(context.now(request))
-        )
+        club = base.club_for(session, staff, slug)
+        starting = ReplayForm.starting(context.now(request))
+        return _form_page(request, session, club, endpoint_id=endpoint_id, typed=starting)
 
 
 def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
@@ -89,7 +92,7 @@ def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: 
     def step(session: Session, club: Club) -> Response:
         window = form.window()
         counted = replays.preview(session, club.id, endpoint_id, window, limit)
-        return ui_base.page(
+        return base.page(
             request,
             "replay_preview.html",
             club=club,
@@ -99,7 +102,8 @@ def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: 
             counted=counted,
         )
 
-    return _form_step(request, staff, slug, endpoint_id, form, step)
+    again = partial(_form_page, endpoint_id=endpoint_id, typed=form)
+    return base.form_step(request, staff, slug, form.errors(), step, ERROR_FIELDS, again)
 
 
 def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
@@ -112,45 +116,25 @@ def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: F
             session, club.id, endpoint_id, form.window(), now, settings.replay_limit
         )
         said = flashes.Flash("replay-queued", done.summary(preview=False), endpoint_id)
-        ui_base.flash(request, session, staff, said)
-        return ui_base.redirect(ui_webhooks.tab_url(club, endpoint_id))
+        base.flash(request, session, staff, said)
+        return base.redirect(urls.webhooks_url(club, endpoint_id))
 
-    return _form_step(request, staff, slug, endpoint_id, form, step)
-
-
-def _form_step(
-    request: Request,
-    staff: web_sessions.SignedIn,
-    slug: str,
-    endpoint_id: str,
-    form: ReplayForm,
-    step: ui_base.Step,
-) -> Response:
-    """``step`` unless the form has errors; else, or when the endpoint or the module is off
-    by now, the form again, as typed, with the messages."""
-
-    def guarded(session: Session, club: Club) -> Response:
-        try:
-            return step(session, club)
-        except errors.Conflict as exc:
-            raise errors.InvalidInput(exc.detail) from exc
-
-    def again(session: Session, club: Club, found: dict[str, str]) -> Response:
-        return _form_page(request, session, club, endpoint_id, form, found)
-
-    return ui_base.form_step(request, staff, slug, form.errors(), guarded, again)
+    again = partial(_form_page, endpoint_id=endpoint_id, typed=form)
+    return base.form_step(request, staff, slug, form.errors(), step, ERROR_FIELDS, again)
 
 
 def _form_page(
     request: Request,
     session: Session,
     club: Club,
+    found: dict[str, str] | None = None,
+    *,
     endpoint_id: str,
     typed: ReplayForm,
-    found: dict[str, str] | None = None,
 ) -> Response:
+    """The form, as typed, with the messages of ``found`` (none: the form as it starts)."""
     endpoint = endpoints.get_endpoint(session, club.id, endpoint_id)
-    return ui_base.page(
+    return base.page(
         request,
         "replay.html",
         422 if found else 200,

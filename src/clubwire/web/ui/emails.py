@@ -14,10 +14,9 @@ from clubwire.domain import emails
 from clubwire.services.mail import notifications
 from clubwire.services.staff import flashes
 from clubwire.storage.models import Club
-from clubwire.web import context, ui_base
-from clubwire.web.ui_base import Posted
-
-ANCHOR = "failure-emails"
+from clubwire.web import context
+from clubwire.web.ui import base, urls
+from clubwire.web.ui.base import Posted
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +30,8 @@ class EmailPanel:
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route("/settings/{slug}/failure-emails", choose, methods=["POST"])
+    api = base.router()
+    api.add_api_route(urls.FAILURE_EMAILS, choose, methods=["POST"])
     return api
 
 
@@ -49,10 +48,10 @@ def choose(
 ) -> Response:
     """Turn the club's emails on (``wanted=yes``) or off for the signed-in admin."""
     with context.transaction(request) as session:
-        club = ui_base.club_for(session, staff, slug)
+        club = base.club_for(session, staff, slug)
         notifications.set_wants_emails(session, staff.user.id, club.id, wanted == "yes")
-        ui_base.flash(request, session, staff, flashes.Flash("emails-chosen", _chosen(wanted)))
-    return ui_base.redirect(f"/settings/{club.slug}/webhooks#{ANCHOR}")
+        base.flash(request, session, staff, flashes.Flash("emails-chosen", _chosen(wanted)))
+    return base.redirect(urls.emails_url(club))
 
 
 def _chosen(wanted: str) -> str:

@@ -1,4 +1,5 @@
-"""The settings area's pages: one Jinja2 environment (autoescape on everywhere) and a renderer."""
+"""The settings area's pages: one Jinja2 environment (autoescape on everywhere), built once
+at start-up and kept in the app's context, and the page rendered from it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from clubwire.domain import delivering, event_catalog, max_rates, scopes, timestamps
+from clubwire.web import context
 
 
 def human_time(moment: datetime) -> str:
@@ -17,10 +19,10 @@ def human_time(moment: datetime) -> str:
 
 
 def environment() -> jinja2.Environment:
-    """Templates from ``clubwire/web/templates``; every value is HTML-escaped unless a template
-    says otherwise, and none does for stored data."""
+    """Templates from ``clubwire/web/ui/templates``; every value is HTML-escaped unless a
+    template says otherwise, and none does for stored data."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("clubwire.web", "templates"),
+        loader=jinja2.PackageLoader("clubwire.web.ui", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -40,19 +42,8 @@ def environment() -> jinja2.Environment:
     return env
 
 
-class Pages:
-    """Renders a template into an HTML response; every page is told who is signed in."""
-
-    def __init__(self, env: jinja2.Environment) -> None:
-        self._env = env
-
-    def render(
-        self,
-        request: Request,
-        name: str,
-        status: int = 200,
-        **context: object,
-    ) -> HTMLResponse:
-        """``context`` names who is signed in (``staff``, None for nobody) among its values."""
-        body = self._env.get_template(name).render(path=request.url.path, **context)
-        return HTMLResponse(body, status)
+def render(request: Request, name: str, status: int, **values: object) -> HTMLResponse:
+    """The template ``name`` as an HTML response; ``values`` name who is signed in
+    (``staff``, None for nobody) among them."""
+    template = context.of(request).templates.get_template(name)
+    return HTMLResponse(template.render(path=request.url.path, **values), status)

@@ -8,16 +8,19 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from clubwire.web import (
+from clubwire.web.ui import (
+    admin,
+    auth,
+    deliveries,
+    emails,
+    keys,
+    replay,
     security,
-    ui_admin,
-    ui_auth,
-    ui_deliveries,
-    ui_emails,
-    ui_replay,
-    ui_settings,
-    ui_webhooks,
+    urls,
+    webhooks,
 )
+
+__all__ = ["install"]
 
 STATIC = Path(__file__).with_name("static")
 
@@ -25,14 +28,14 @@ STATIC = Path(__file__).with_name("static")
 def install(app: FastAPI) -> None:
     """Add the settings area to ``app``; its security headers leave other paths alone."""
     for module in (
-        ui_auth,
-        ui_admin,
-        ui_settings,
-        ui_webhooks,
-        ui_deliveries,
-        ui_emails,
-        ui_replay,
+        auth,
+        admin,
+        keys,
+        webhooks,
+        deliveries,
+        emails,
+        replay,
     ):
         app.include_router(module.router())
-    app.mount(security.STATIC_PREFIX.rstrip("/"), StaticFiles(directory=STATIC), name="static")
+    app.mount(urls.STATIC.rstrip("/"), StaticFiles(directory=STATIC), name="static")
     app.add_middleware(security.SecurityHeaders)

@@ -11,18 +11,16 @@ from starlette.responses import Response
 from clubwire import errors
 from clubwire.services import clubs
 from clubwire.services.staff import flashes, web_sessions
-from clubwire.web import context, ui_base
-from clubwire.web.ui_base import Posted, Staff
-
-ADMIN_PATH = "/admin"
-MODULE = f"{ADMIN_PATH}/clubs/{{slug}}/webhooks"
+from clubwire.web import context
+from clubwire.web.ui import base, urls
+from clubwire.web.ui.base import Posted, Staff
 
 
 def router() -> APIRouter:
-    api = ui_base.router()
-    api.add_api_route(ADMIN_PATH, admin_page, methods=["GET"])
-    api.add_api_route(MODULE, switch_module, methods=["POST"])
-    api.add_api_route(f"{MODULE}/off", switch_off_form, methods=["GET"])
+    api = base.router()
+    api.add_api_route(urls.ADMIN, admin_page, methods=["GET"])
+    api.add_api_route(urls.MODULE, switch_module, methods=["POST"])
+    api.add_api_route(urls.MODULE_OFF, switch_off_form, methods=["GET"])
     return api
 
 
@@ -30,7 +28,7 @@ def admin_page(request: Request, staff: Staff) -> Response:
     _superadmin_only(staff)
     with context.transaction(request) as session:
         every_club = clubs.list_clubs(session)
-    return ui_base.page(request, "admin.html", clubs=every_club)
+    return base.page(request, "admin.html", clubs=every_club)
 
 
 def switch_off_form(request: Request, staff: Staff, slug: str) -> Response:
@@ -39,7 +37,7 @@ def switch_off_form(request: Request, staff: Staff, slug: str) -> Response:
     _superadmin_only(staff)
     with context.transaction(request) as session:
         club = clubs.get_club(session, slug)
-    return ui_base.page(request, "module_switch_off.html", club=club)
+    return base.page(request, "module_switch_off.html", club=club)
 
 
 def switch_module(
@@ -53,8 +51,8 @@ def switch_module(
     with context.transaction(request) as session:
         club = clubs.set_webhooks_module(session, slug, enabled == "on", context.now(request))
         said = f"Webhooks & API switched {enabled} for {club.name}."
-        ui_base.flash(request, session, staff, flashes.Flash(f"module-{enabled}", said))
-    return ui_base.redirect(f"{ADMIN_PATH}#club-{slug}")
+        base.flash(request, session, staff, flashes.Flash(f"module-{enabled}", said))
+    return base.redirect(urls.admin_url(slug))
 
 
 def _superadmin_only(staff: web_sessions.SignedIn) -> None:
