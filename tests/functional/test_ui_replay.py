@@ -1,6 +1,6 @@
 """Replay… in the Webhooks tab (issue 14, item 1): form, preview, confirmation, the outcome
-shown once after the redirect (a flash), a second submission that replays nothing, and refusals as
-form errors."""
+shown once after the redirect (a flash), the same confirmation again doing nothing, a second
+replay that replays nothing twice, and refusals as form errors."""
 
 from __future__ import annotations
 
@@ -53,6 +53,13 @@ def web(settings: Settings, world: World) -> Iterator[Browser]:
         yield web
 
 
+def _confirmation(web: Browser, world: World, fields: dict[str, str] | None = None) -> str:
+    """The token of the preview's confirmation (``fields``: the window, by default WINDOW)."""
+    preview = web.post(f"{world.form}/preview", fields or WINDOW)
+    assert preview.status_code == 200, preview.text
+    return part(preview.text, 'name="confirmation" value="', '"')
+
+
 def _due(sessions: sessionmaker[Session]) -> int:
     with sessions() as session:
         query = select(func.count()).where(Delivery.next_attempt_at.is_not(None))
@@ -75,7 +82,9 @@ def test_preview_then_confirm_replays_once_and_says_so_once(
     assert "Replay 5 deliveries" in preview.text
     assert _due(sessions) == 0
 
-    confirmed = web.post(world.form, {**WINDOW, "status": "dead"})
+    token = part(preview.text, 'name="confirmation" value="', '"')
+    other_tab = _confirmation(web, world, {**WINDOW, "status": "dead"})
+    confirmed = web.post(world.form, {**WINDOW, "status": "dead", "confirmation": token})
     assert confirmed.status_code == 303
     assert confirmed.headers["location"] == f"{TAB}#endpoint-{world.endpoint_id}"
     assert _due(sessions) == 5
@@ -84,10 +93,26 @@ def test_preview_then_confirm_replays_once_and_says_so_once(
     assert "Replayed 5 deliveries." in notice
     assert "replayed" not in web.get(TAB).text.split("Recent deliveries")[0].lower()  # once
 
-    again = web.post(world.form, {**WINDOW, "status": "dead"})  # a double click, a resubmit
-    assert again.status_code == 303
+    again = web.post(world.form, {**WINDOW, "status": "dead", "confirmation": token})
+    assert again.status_code == 303  # a double click, a resubmit: back to the tab, and
+    assert again.headers["location"] == confirmed.headers["location"]
+    assert _due(sessions) == 5
+    assert "replayed" not in web.get(TAB).text.split("Recent deliveries")[0].lower()  # no word
+
+    mine_again = {**WINDOW, "status": "dead", "confirmation": other_tab}  # previewed before
+    assert web.post(world.form, mine_again).is_redirect
     assert _due(sessions) == 5
     assert "No delivery in this window can be replayed." in web.get(TAB).text
+
+
+@pytest.mark.parametrize("token", ["", "forged", "x" * 23, "a" * 21 + "\x00", "é" * 22])
+def test_a_confirmation_it_did_not_make_is_a_form_error(
+    web: Browser, world: World, sessions: sessionmaker[Session], token: str
+) -> None:
+    answer = web.post(world.form, {**WINDOW, "confirmation": token})
+    assert answer.status_code == 422
+    assert "preview again, then confirm" in part(answer.text, 'id="replay-form-error"', "</p>")
+    assert _due(sessions) == 0
 
 
 def test_the_preview_says_when_the_window_holds_more_than_the_limit(
@@ -135,10 +160,11 @@ def test_an_undecodable_byte_is_a_form_error(web: Browser, world: World) -> None
 def test_an_endpoint_switched_off_meanwhile_is_a_form_error(
     web: Browser, world: World, sessions: sessionmaker[Session]
 ) -> None:
+    token = _confirmation(web, world)
     with sessions.begin() as session:
         endpoints.disable_endpoint(session, world.club_id, world.endpoint_id, EPOCH)
     assert f'action="{world.form}"' not in web.get(TAB).text
-    answer = web.post(world.form, WINDOW)
+    answer = web.post(world.form, {**WINDOW, "confirmation": token})
     assert answer.status_code == 422
     assert "switch it on to replay" in part(answer.text, 'id="replay-form-error"', "</p>")
     assert _due(sessions) == 0
@@ -156,7 +182,8 @@ def test_a_capped_replay_says_what_is_left_once(settings: Settings, world: World
     with browser(settings.model_copy(update={"replay_limit": 2}), FakeClock()) as web:
         web.sign_in(ADMIN)
         web.get(TAB)
-        assert web.post(world.form, WINDOW).status_code == 303
+        token = _confirmation(web, world)
+        assert web.post(world.form, {**WINDOW, "confirmation": token}).status_code == 303
         first, second = web.get(TAB).text, web.get(TAB).text
     notice = part(first, f'id="endpoint-{world.endpoint_id}-replayed"', "</p>")
     assert "Replayed 2 of 5 deliveries; replay again for the rest." in notice

@@ -78,6 +78,7 @@ def _pages(seeded: Seeded) -> list[str]:
 
 
 WINDOW = {"since": "2025-12-31T00:00", "until": "2026-01-02T00:00", "status": "dead"}
+CONFIRMED = {**WINDOW, "confirmation": "a-confirmation-token-1"}  # as a preview's token reads
 
 
 def _posts(seeded: Seeded) -> list[tuple[str, Mapping[str, str | list[str]]]]:
@@ -90,7 +91,7 @@ def _posts(seeded: Seeded) -> list[tuple[str, Mapping[str, str | list[str]]]]:
         (f"{CLUB}/webhooks", {"url": "https://127.0.0.1:9/x", "event": ["game.updated"]}),
         (f"{endpoint}/edit", {"url": "https://127.0.0.1:9/x", "event": ["game.updated"]}),
         (f"{endpoint}/replay/preview", WINDOW),
-        (f"{endpoint}/replay", WINDOW),
+        (f"{endpoint}/replay", CONFIRMED),
         (f"{endpoint}/rotate", {}),
         (f"{endpoint}/disable", {}),
         (f"{endpoint}/enable", {}),

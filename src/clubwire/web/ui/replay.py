@@ -2,8 +2,10 @@
 preview that counts before anything is sent, and a confirmation that replays and goes back
 to the tab (Post/Redirect/Get), where the outcome shows once (a flash).
 
-A second submission of the confirmation (a double click, a reload, another person) replays
-nothing twice: the service brings forward only deliveries not brought forward yet.
+A second submission of the confirmation (a double click, the form sent again) does nothing:
+the page carries a token that the replay spends (``services.staff.confirmations``), so the
+tab tells the first one's outcome. Another person's replay of the same window replays
+nothing twice either: the service brings forward only deliveries not brought forward yet.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from clubwire.domain import event_catalog, replay_window
 from clubwire.domain.replay_window import Window
 from clubwire.services import endpoints
 from clubwire.services.delivery import replays
-from clubwire.services.staff import flashes
+from clubwire.services.staff import confirmations, flashes
 from clubwire.storage.models import Club
 from clubwire.web import context
 from clubwire.web.ui import base, urls
@@ -68,6 +70,7 @@ class ReplayForm(base.FormFields):
 
 
 Filled = Annotated[ReplayForm, Form()]
+Confirmation = Annotated[str, Form()]  # the preview's token: spent once
 
 
 def router() -> APIRouter:
@@ -100,23 +103,33 @@ def preview(request: Request, staff: Posted, slug: str, endpoint_id: str, form: 
             typed=form,
             window=window,
             counted=counted,
+            confirmation=confirmations.new_token(),
         )
 
     again = partial(_form_page, endpoint_id=endpoint_id, typed=form)
     return base.form_step(request, staff, slug, form.errors(), step, ERROR_FIELDS, again)
 
 
-def replay(request: Request, staff: Posted, slug: str, endpoint_id: str, form: Filled) -> Response:
-    """Replay, then back to the tab, where what was done shows once."""
+def replay(
+    request: Request,
+    staff: Posted,
+    slug: str,
+    endpoint_id: str,
+    form: Filled,
+    confirmation: Confirmation = "",
+) -> Response:
+    """Replay, then back to the tab, where what was done shows once; the same confirmation
+    again goes back to the tab and does nothing."""
     settings = context.of(request).settings
 
     def step(session: Session, club: Club) -> Response:
         now = context.now(request)
-        done = replays.replay(
-            session, club.id, endpoint_id, form.window(), now, settings.replay_limit
-        )
-        said = flashes.Flash("replay-queued", done.summary(preview=False), endpoint_id)
-        base.flash(request, session, staff, said)
+        if confirmations.spend(session, staff.session_id, confirmation, now):
+            done = replays.replay(
+                session, club.id, endpoint_id, form.window(), now, settings.replay_limit
+            )
+            said = flashes.Flash("replay-queued", done.summary(preview=False), endpoint_id)
+            base.flash(request, session, staff, said)
         return base.redirect(urls.webhooks_url(club, endpoint_id))
 
     again = partial(_form_page, endpoint_id=endpoint_id, typed=form)
