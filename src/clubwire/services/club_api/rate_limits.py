@@ -6,7 +6,8 @@ Each process counts in memory, so a request costs a dictionary look-up; once a s
 every process's totals for the partitions it has seen in this window. A process therefore
 lets through at most what it counted itself in the last second beyond a limit the others
 reached. When the database cannot be reached, each process goes on counting alone and
-shares what it counted once it can.
+shares what it counted once it can; an outage is logged once it has lasted a few shares (a
+restart of the database is not one), a fault at once.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import rate_limits
 from clubwire.domain.rate_limits import Policy, Standing, Window
-from clubwire.storage import rate_counts
+from clubwire.storage import database, rate_counts
 
 SHARE_EVERY = 1.0  # seconds
+QUIET_FOR = 5  # shares in a row that the database's being unavailable fails, untold
 
 # Named as before the move into a sub-package: log lines carry the name ("logger").
 log = logging.getLogger("clubwire.services.rate_limits")
@@ -67,20 +69,23 @@ class RateCounter:
         self._mine[bucket] = (number, count + 1 if window == number else 1)
 
     async def keep_sharing(self) -> None:
-        """Share every ``SHARE_EVERY`` seconds, until cancelled; an outage is logged once."""
-        failing = False
+        """Share every ``SHARE_EVERY`` seconds, until cancelled. A failure is told once: a
+        fault at once, with its traceback; the database unavailable, in one line, once it
+        has failed ``QUIET_FOR`` shares in a row."""
+        failed, told = 0, False
         while True:
             await asyncio.sleep(SHARE_EVERY)
             try:
                 await self.share()
-            except Exception:
-                if not failing:
-                    log.exception("sharing API request counts failed; counting alone meanwhile")
-                failing = True
+            except Exception as exc:
+                failed += 1
+                if not told and (failed >= QUIET_FOR or not database.unavailable(exc)):
+                    _tell(exc)
+                    told = True
             else:
-                if failing:
+                if told:
                     log.info("sharing API request counts again")
-                failing = False
+                failed, told = 0, False
 
     async def share(self) -> None:
         """Add what this process counted to the shared totals and learn every process's.
@@ -156,3 +161,10 @@ class ApiLimits:
         that is on (per key first)."""
         limits = [(self._per_key, f"key:{prefix}"), (self._per_club, f"club:{club_id}")]
         return self.counter.take_each([(policy, bucket) for policy, bucket in limits if policy.on])
+
+
+def _tell(exc: Exception) -> None:
+    if database.unavailable(exc):
+        log.warning("sharing API request counts: the database is unavailable; counting alone")
+    else:
+        log.error("sharing API request counts failed; counting alone meanwhile", exc_info=exc)

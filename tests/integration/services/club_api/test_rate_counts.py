@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.rate_limits import WINDOW_SECONDS, Policy
+from clubwire.services.club_api import rate_limits
 from clubwire.services.club_api.rate_limits import RateCounter
+from clubwire.storage import database
 from clubwire.storage.models import RateCount
+from tests.logcapture import capturing
 
 POLICY = Policy("per-key", 10)
 START = 1_764_000_000.0  # the start of a window
@@ -119,3 +122,55 @@ def test_counts_being_shared_still_count_while_the_database_answers(
     assert asyncio.run(meanwhile()) == [False, False]
     with sessions() as session:
         assert session.scalar(select(RateCount.count)) == 10
+
+
+def _unavailable() -> Exception:
+    """What a share raises while the database cannot be reached (nothing listens there)."""
+    nowhere = create_engine("postgresql+psycopg://postgres@127.0.0.1:9/none")
+    counter = RateCounter(sessionmaker(nowhere), Clock())
+    counter.take(POLICY, "key:a")
+    with pytest.raises(Exception) as failed:  # noqa: PT011 (any error; checked below)
+        asyncio.run(counter.share())
+    assert database.unavailable(failed.value)
+    return failed.value
+
+
+def _told(monkeypatch: pytest.MonkeyPatch, shares: list[Exception | None]) -> list[dict[str, str]]:
+    """What ``keep_sharing`` logs over ``shares``: each fails with its exception, or not."""
+    monkeypatch.setattr(rate_limits, "SHARE_EVERY", 0)
+    counter = RateCounter(sessionmaker(), Clock())
+    outcomes = iter(shares)
+
+    async def share() -> None:
+        failure = next(outcomes, asyncio.CancelledError())  # all shared: stop sharing
+        if failure is not None:
+            raise failure
+
+    monkeypatch.setattr(counter, "share", share)
+    with capturing(monkeypatch, "info") as captured, pytest.raises(asyncio.CancelledError):
+        asyncio.run(counter.keep_sharing())
+    return [line for line in captured.lines() if line["logger"] == rate_limits.log.name]
+
+
+def test_a_restart_of_the_database_goes_untold(monkeypatch: pytest.MonkeyPatch) -> None:
+    down = _unavailable()
+    assert _told(monkeypatch, [*[down] * (rate_limits.QUIET_FOR - 1), None]) == []
+
+
+def test_an_outage_that_lasts_is_told_once_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    down = _unavailable()
+    told = _told(monkeypatch, [*[down] * (rate_limits.QUIET_FOR + 3), None, down])
+    assert [(line["level"], line["message"]) for line in told] == [
+        ("warning", "sharing API request counts: the database is unavailable; counting alone"),
+        ("info", "sharing API request counts again"),
+    ]
+    assert "error" not in told[0]  # no traceback
+
+
+def test_a_fault_is_told_at_once_with_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    told = _told(monkeypatch, [ValueError("a bug"), ValueError("a bug"), None])
+    assert [(line["level"], line["message"]) for line in told] == [
+        ("error", "sharing API request counts failed; counting alone meanwhile"),
+        ("info", "sharing API request counts again"),
+    ]
+    assert "ValueError: a bug" in told[0]["error"]
