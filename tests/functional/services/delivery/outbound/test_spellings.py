@@ -11,7 +11,7 @@ import pytest
 
 from clubwire.domain import addresses
 from clubwire.services.delivery.outbound import Answer
-from tests.functional.outbound.harness import (
+from tests.functional.services.delivery.outbound.harness import (
     LOCALLY_REACHABLE,
     Receiver,
     StubResolver,
@@ -20,7 +20,7 @@ from tests.functional.outbound.harness import (
     post,
     run,
 )
-from tests.functional.outbound.harness import settings_for as settings_in
+from tests.functional.services.delivery.outbound.harness import settings_for as settings_in
 from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
 from tests.spellings import spelled
 

@@ -16,7 +16,7 @@ from aiohttp.abc import ResolveResult
 
 from clubwire.domain import addresses
 from clubwire.services.delivery.outbound import Answer, Blocked, PublicResolver, Sender
-from tests.functional.outbound.harness import (
+from tests.functional.services.delivery.outbound.harness import (
     BODY,
     HEADERS,
     LOCALLY_REACHABLE,

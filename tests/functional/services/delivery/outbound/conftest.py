@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import trustme
 
-from tests.functional.outbound.harness import Tls, server_context
+from tests.functional.services.delivery.outbound.harness import Tls, server_context
 
 
 @pytest.fixture(scope="module")
