@@ -21,7 +21,6 @@ from tests.functional.services.delivery.outbound.harness import (
     HEADERS,
     LOCALLY_REACHABLE,
     Receiver,
-    StubResolver,
     Tls,
     answering,
     hang_up,
@@ -31,6 +30,7 @@ from tests.functional.services.delivery.outbound.harness import (
     settings_for,
 )
 from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
+from tests.resolvers import StubResolver
 
 # Globally routable but not served here: connecting to it fails (refused, unreachable or a
 # connect timeout, depending on the network); it must never reach the local receiver.
