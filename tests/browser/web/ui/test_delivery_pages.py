@@ -3,7 +3,7 @@ deliveries, filtered by a GET form (the address says the filter), paged Older an
 Newer, a delivery opened from it, and no sideways scrolling on a phone.
 
 SQLite only, as the other browser tests; the page is tested on both databases server-side
-(tests/functional/test_ui_delivery_pages.py,
+(tests/functional/web/ui/test_delivery_pages.py,
 tests/integration/services/delivery/test_delivery_pages.py)."""
 
 from __future__ import annotations
