@@ -7,14 +7,17 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, program_wire, scopes
+from clubwire.domain.delivering import Status
 from clubwire.services import clubs, endpoints, programs
 from clubwire.services.club_api import keys
+from clubwire.services.delivery import events
 from clubwire.services.staff import users, web_sessions
 from clubwire.settings import Settings
+from clubwire.storage import queue
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
 
 EPOCH = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -109,6 +112,31 @@ def registration(**overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = event_catalog.sample("registration.created", EPOCH, random.Random(7))
     data.update(overrides)
     return data
+
+
+def make_delivery(
+    session: Session,
+    club: Club,
+    endpoint: Endpoint,
+    created: datetime,
+    status: Status = Status.DEAD,
+    kind: str = "registration.created",
+) -> str:
+    """A delivery of a new ``kind`` event, created at ``created``, finished as ``status``
+    (``pending``: still due)."""
+    data = event_catalog.sample(kind, created, random.Random(1))
+    payload = event_catalog.validate(kind, data)
+    event = events.record_event(session, club, kind, payload, created)
+    events.fan_out(session, event, [endpoint], created)
+    finished = status is not Status.PENDING
+    session.execute(
+        update(Delivery)
+        .where(Delivery.event_id == event.id)
+        .values(status=status, next_attempt_at=None if finished else created)
+    )
+    connection = session.connection()
+    queue.on(connection).refresh(connection, [endpoint.id])
+    return session.scalars(select(Delivery.id).where(Delivery.event_id == event.id)).one()
 
 
 def queue_order(connection: Connection) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:

@@ -1,6 +1,7 @@
 """The realistic club the settings area is shown with: the demo's Granite Curling Club with
 API keys, two endpoints and their deliveries, and three more clubs, with the staff who sign in
-to see it. Shared by ``test_ui_pages`` and ``test_ui_phone_layout`` (the README's pictures)."""
+to see it. Shared by ``web/ui/test_pages`` and ``web/ui/test_phone_layout`` (the README's
+pictures)."""
 
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Endpoint
 from tests.conftest import PLATFORM_TOKEN
 from tests.docs import markdown
-from tests.factories import EPOCH, make_club, make_endpoint
+from tests.factories import EPOCH, make_club, make_delivery, make_endpoint
 from tests.functional.cli_runner import Invoke, ok, runner
-from tests.replaying import make_delivery
 
 DOC = markdown.DOCS / "operations.md"
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}

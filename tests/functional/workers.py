@@ -1,10 +1,9 @@
 """Workers for the functional tests: one run in this process until the database says it is
 done, and real ``clubwire worker`` processes, started as the operator would and watched.
 
-* In this process: the ``hooks`` fixture (settings for local TLS receivers, no waiting; a test
-  module asks for it by importing it), ``add_endpoint`` and ``publish_registrations`` to give
-  the worker something to do, ``deliver_until`` to run it, ``delivery_statuses`` to see where
-  it got.
+* In this process (with the ``hooks`` settings of ``worker/conftest.py``): ``add_endpoint``
+  and ``publish_registrations`` to give the worker something to do, ``deliver_until`` to run
+  it, ``delivery_statuses`` to see where it got.
 * Worker processes (``python -m clubwire worker`` with ``CLUBWIRE_*`` variables):
   ``worker_environment``, ``PATIENT`` for runs of thousands of deliveries, ``Workers`` (each
   one's output in a file, every one stopped when the block ends) and ``count_settled``.
@@ -34,28 +33,12 @@ from clubwire.storage.models import Club, Delivery
 from clubwire.worker import running
 from tests.conftest import SECRET_KEY
 from tests.factories import EPOCH, make_club, registration
-from tests.receiver import Authority
 
 READY = "clubwire worker: delivering webhooks"
 POLL = 0.02
 
 
 # --- a worker in this process -------------------------------------------------------------------
-
-
-@pytest.fixture
-def hooks(settings: Settings, tls: Authority) -> Settings:
-    """Settings for local receivers: private targets allowed, the test CA trusted, no waiting."""
-    return settings.model_copy(
-        update={
-            "allow_private_targets": True,
-            "ca_bundle": tls.bundle,
-            "retry_schedule": (0, 0, 0, 0, 0),
-            "attempt_timeout": 2.0,
-            "connect_timeout": 1.0,
-            "lease_seconds": 30.0,
-        }
-    )
 
 
 def add_endpoint(

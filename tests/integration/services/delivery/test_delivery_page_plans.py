@@ -31,8 +31,7 @@ from clubwire.domain.delivery_pages import PAGE_SIZE, Filters
 from clubwire.services.delivery import deliveries
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint
-from tests.factories import EPOCH, make_club, make_endpoint
-from tests.replaying import make_delivery
+from tests.factories import EPOCH, make_club, make_delivery, make_endpoint
 
 IN_CREATED_ORDER = re.compile(r"ix_deliveries_(endpoint_id_created_at_id|club_id_created_at)\b")
 MANY = 20_000

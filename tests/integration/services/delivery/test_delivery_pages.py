@@ -18,8 +18,7 @@ from clubwire.services.delivery import deliveries
 from clubwire.services.delivery.deliveries import DeliveryPage
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Endpoint
-from tests.factories import EPOCH, make_club, make_endpoint
-from tests.replaying import make_delivery
+from tests.factories import EPOCH, make_club, make_delivery, make_endpoint
 
 KINDS = ("registration.created", "payment.completed")
 STATUSES = (Status.DEAD, Status.SUCCEEDED, Status.PENDING)

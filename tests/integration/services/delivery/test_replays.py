@@ -18,8 +18,7 @@ from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import replays
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
-from tests.factories import EPOCH, make_club, make_endpoint
-from tests.replaying import make_delivery
+from tests.factories import EPOCH, make_club, make_delivery, make_endpoint
 
 KINDS = ("registration.created", "payment.completed")
 NOW = EPOCH + timedelta(days=1)

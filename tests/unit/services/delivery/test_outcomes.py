@@ -12,7 +12,7 @@ from clubwire.domain.delivering import Job, Outcome, RetrySchedule, Status, Trig
 from clubwire.services.delivery import outbound, records
 from clubwire.storage import tables
 from tests.factories import EPOCH
-from tests.functional.outbound.harness import StubResolver
+from tests.resolvers import StubResolver
 
 SCHEDULE = RetrySchedule((60, 300))
 

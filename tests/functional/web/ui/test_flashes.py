@@ -19,9 +19,16 @@ from clubwire.services.staff import flashes
 from clubwire.settings import Settings
 from clubwire.storage import models
 from clubwire.storage.models import ApiKey, Endpoint
-from tests.factories import EPOCH, FakeClock, make_club, make_endpoint, make_key, receiver_settings
+from tests.factories import (
+    EPOCH,
+    FakeClock,
+    make_club,
+    make_delivery,
+    make_endpoint,
+    make_key,
+    receiver_settings,
+)
 from tests.functional.ui_pages import Browser, browser, make_staff
-from tests.replaying import make_delivery
 
 ADMIN = "admin@granite.example"
 ROOT = "root@clubwire.example"

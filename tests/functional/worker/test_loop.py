@@ -1,6 +1,5 @@
 """The worker end to end: real TLS receivers, real signatures, DESIGN §6 as a receiver sees it."""
 
-# ruff: noqa: F811 (``hooks``: the fixture of tests.functional.workers, asked for by name)
 from __future__ import annotations
 
 import asyncio
@@ -28,7 +27,6 @@ from tests.functional.workers import (
     add_endpoint,
     deliver_until,
     delivery_statuses,
-    hooks,  # noqa: F401
     publish_registrations,
 )
 from tests.receiver import Authority, Receiver, serving

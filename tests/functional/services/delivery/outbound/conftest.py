@@ -1,7 +1,7 @@
 """The ``tls`` fixture of the outbound tests: a trustme CA, a server context and a CA bundle.
 
-It shadows nothing outside this package: ``tests/functional/test_worker.py`` defines its own
-``tls`` (a ``tests.receiver.Authority``).
+Inside this package it stands for the functional ring's own ``tls`` (a
+``tests.receiver.Authority``, from ``tests/functional/conftest.py``), and nowhere else.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import trustme
 
-from tests.functional.outbound.harness import Tls, server_context
+from tests.functional.services.delivery.outbound.harness import Tls, server_context
 
 
 @pytest.fixture(scope="module")

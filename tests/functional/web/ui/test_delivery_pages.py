@@ -17,9 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.settings import Settings
-from tests.factories import EPOCH, FakeClock, make_club, make_endpoint
+from tests.factories import EPOCH, FakeClock, make_club, make_delivery, make_endpoint
 from tests.functional.ui_pages import Browser, browser, make_staff, part
-from tests.replaying import make_delivery
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/webhooks"

@@ -1,7 +1,8 @@
 """Text the database cannot hold (NUL; a lone surrogate) in the APIs: every string of a body,
 the Idempotency-Key, a path, a query string, the Host and the Authorization headers. Each is
 refused with a precise 4xx, writes nothing and logs no traceback; the same request without
-the bad character works. (The settings area and the CLI: the ``_ui`` and ``_cli`` files.)"""
+the bad character works. (The settings area and the CLI: ``web/ui/test_unstorable.py`` and
+``cli/test_unstorable.py``.)"""
 
 from __future__ import annotations
 

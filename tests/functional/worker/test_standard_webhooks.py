@@ -2,7 +2,6 @@
 sends to a real TLS receiver, and what arrived verifies with the ``standardwebhooks`` package
 and with Stripe's verifier, on every kind of attempt (first, retried, manual, Send test)."""
 
-# ruff: noqa: F811 (``hooks``: the fixture of tests.functional.workers, asked for by name)
 from __future__ import annotations
 
 import asyncio
@@ -27,7 +26,6 @@ from tests.functional.workers import (
     add_endpoint,
     deliver_until,
     delivery_statuses,
-    hooks,  # noqa: F401
     publish_registrations,
 )
 from tests.receiver import Authority, Received, Receiver, serving

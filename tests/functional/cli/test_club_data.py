@@ -1,4 +1,5 @@
-"""The ``clubwire`` command as a new user would try it."""
+"""The ``clubwire`` command as a new user would try it: ``migrate``, clubs and programs, API
+keys, bad settings, ``serve``. The webhook commands: ``test_webhooks.py``."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 import trustme
 
 from clubwire.services.delivery.outbound import Answer, Sender
-from tests.functional.outbound.harness import (
+from tests.functional.services.delivery.outbound.harness import (
     BODY,
     DEADLINE,
     HEADERS,

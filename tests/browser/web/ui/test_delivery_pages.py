@@ -3,7 +3,7 @@ deliveries, filtered by a GET form (the address says the filter), paged Older an
 Newer, a delivery opened from it, and no sideways scrolling on a phone.
 
 SQLite only, as the other browser tests; the page is tested on both databases server-side
-(tests/functional/test_ui_delivery_pages.py,
+(tests/functional/web/ui/test_delivery_pages.py,
 tests/integration/services/delivery/test_delivery_pages.py)."""
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from clubwire.domain.delivering import Status
 from clubwire.settings import Settings
 from tests.browser.helpers import assert_fits_a_phone, sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club, make_endpoint
+from tests.factories import make_club, make_delivery, make_endpoint
 from tests.functional.ui_pages import PASSWORD, make_staff
-from tests.replaying import make_delivery
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

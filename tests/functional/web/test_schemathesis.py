@@ -100,7 +100,8 @@ def tested(
         _, UNDER_TEST.api_key = factories.make_key(session, granite)
     # Schemathesis sends hundreds of bad keys a minute from one address by design: with the
     # failed-authentication limit on, its check that a bad key gets 401 would meet 429s.
-    # The limit has its own tests (test_rate_limits.py); the per-key limit stays on.
+    # The limit has its own tests (services/club_api/test_rate_limits.py); the per-key limit
+    # stays on.
     unthrottled = conftest.make_settings(
         settings.database_url, settings.home, api_auth_failure_limit=0
     )

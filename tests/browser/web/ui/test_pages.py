@@ -1,4 +1,4 @@
-"""The settings area with a realistic club, as people see it (``test_ui_phone_layout`` takes the
+"""The settings area with a realistic club, as people see it (``test_phone_layout`` takes the
 README's pictures of it), and every main page readable on a phone without scrolling sideways."""
 
 from __future__ import annotations

@@ -19,7 +19,13 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Attempt, Club, Delivery
 from clubwire.worker import running
 from tests.factories import EPOCH, make_club, make_endpoint, registration
-from tests.functional.outbound.harness import Handler, Reader, Receiver, Tls, Writer
+from tests.functional.services.delivery.outbound.harness import (
+    Handler,
+    Reader,
+    Receiver,
+    Tls,
+    Writer,
+)
 
 KIND = "registration.created"
 

@@ -42,7 +42,7 @@ def screen(request: pytest.FixtureRequest) -> tuple[str, Page]:
 
 @pytest.fixture
 def base_url(sessions: sessionmaker[Session], settings: Settings, start_server: StartServer) -> str:
-    """The realistic club of ``test_ui_pages``, plus an endpoint with a long URL and a dead
+    """The realistic club of ``test_pages``, plus an endpoint with a long URL and a dead
     delivery."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     with sessions.begin() as session:

@@ -11,17 +11,17 @@ import pytest
 
 from clubwire.domain import addresses
 from clubwire.services.delivery.outbound import Answer
-from tests.functional.outbound.harness import (
+from tests.functional.services.delivery.outbound.harness import (
     LOCALLY_REACHABLE,
     Receiver,
-    StubResolver,
     Tls,
     answering,
     post,
     run,
 )
-from tests.functional.outbound.harness import settings_for as settings_in
+from tests.functional.services.delivery.outbound.harness import settings_for as settings_in
 from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
+from tests.resolvers import StubResolver
 from tests.spellings import spelled
 
 WIDE_NAME = "ｈｏｏｋ\u3002ｅｘａｍｐｌｅ"  # hook.example, full-width with an ideographic dot

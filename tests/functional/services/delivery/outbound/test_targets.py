@@ -16,12 +16,11 @@ from aiohttp.abc import ResolveResult
 
 from clubwire.domain import addresses
 from clubwire.services.delivery.outbound import Answer, Blocked, PublicResolver, Sender
-from tests.functional.outbound.harness import (
+from tests.functional.services.delivery.outbound.harness import (
     BODY,
     HEADERS,
     LOCALLY_REACHABLE,
     Receiver,
-    StubResolver,
     Tls,
     answering,
     hang_up,
@@ -31,6 +30,7 @@ from tests.functional.outbound.harness import (
     settings_for,
 )
 from tests.ranges import NON_GLOBAL_V4, NON_GLOBAL_V6
+from tests.resolvers import StubResolver
 
 # Globally routable but not served here: connecting to it fails (refused, unreachable or a
 # connect timeout, depending on the network); it must never reach the local receiver.

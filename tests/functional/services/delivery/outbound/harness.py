@@ -1,4 +1,4 @@
-"""Raw asyncio receivers that misbehave on purpose, a stub resolver, and shared helpers.
+"""Raw asyncio receivers that misbehave on purpose, and shared helpers.
 
 A ``Receiver`` listens on a free local port and counts the TCP connections it accepts before
 any TLS handshake, so a test can assert that "blocked" means "no connection was made at all".
@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 import trustme
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import AbstractResolver
 
 from clubwire.services.delivery.outbound import Answer, Sender
 from clubwire.settings import Settings
@@ -223,38 +223,6 @@ async def garbage(receiver: Receiver, reader: Reader, writer: Writer) -> None:
 
 async def hang_up(receiver: Receiver, reader: Reader, writer: Writer) -> None:
     """A plain TCP trap (proxy, redirect target): it only counts connections."""
-
-
-class StubResolver(AbstractResolver):
-    """Answers each lookup with the next list of addresses (the last one repeats)."""
-
-    def __init__(self, *answers: list[str]) -> None:
-        self.answers = answers
-        self.lookups: list[str] = []
-        self.families: list[socket.AddressFamily] = []
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        self.lookups.append(host)
-        self.families.append(family)
-        found = self.answers[min(len(self.lookups), len(self.answers)) - 1]
-        return [resolved(host, address, port) for address in found]
-
-    async def close(self) -> None:
-        return None
-
-
-def resolved(host: str, address: str, port: int) -> ResolveResult:
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    return {
-        "hostname": host,
-        "host": address,
-        "port": port,
-        "family": family,
-        "proto": 0,
-        "flags": socket.AI_NUMERICHOST,
-    }
 
 
 # -- helpers -----------------------------------------------------------------------------

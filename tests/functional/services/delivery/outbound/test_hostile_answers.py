@@ -20,8 +20,8 @@ from clubwire.domain import text
 from clubwire.services.delivery import records
 from clubwire.settings import Settings
 from tests import triggers
-from tests.functional.outbound import delivering
-from tests.functional.outbound.harness import Receiver, Tls, answering, response
+from tests.functional.services.delivery.outbound import delivering
+from tests.functional.services.delivery.outbound.harness import Receiver, Tls, answering, response
 from tests.logcapture import capturing
 
 LONG_LOCATION = "/" + "a" * 1999

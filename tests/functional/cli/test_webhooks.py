@@ -1,4 +1,5 @@
-"""``clubwire endpoint``, ``event`` and ``delivery`` as a club's developer would use them."""
+"""``clubwire endpoint``, ``event`` and ``delivery`` as a club's developer would use them (and
+``user create``). Clubs, programs, keys and ``serve``: ``test_club_data.py``."""
 
 from __future__ import annotations
 
