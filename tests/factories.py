@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -21,6 +22,7 @@ from clubwire.storage import queue
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
 
 EPOCH = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+PASSWORD = "correct horse battery staple"  # every user's the factories make
 
 
 class FakeClock:
@@ -78,10 +80,22 @@ def make_key(
     return keys.create_key(session, club, granted, name, EPOCH)
 
 
+def make_staff(
+    sessions: sessionmaker[Session],
+    email: str,
+    *,
+    superadmin: bool = False,
+    clubs: Iterable[str] = (),
+) -> None:
+    """A user of the settings area, with ``PASSWORD``, admin of ``clubs`` (by slug)."""
+    with sessions.begin() as session:
+        users.create_user(session, email, PASSWORD, EPOCH, superadmin, clubs)
+
+
 def make_web_session(sessions: sessionmaker[Session], email: str = "admin@granite.example") -> str:
     """A signed-in browser's web session, by its id (the hash of its token)."""
     with sessions.begin() as session:
-        user = users.create_user(session, email, "pw-0123456789ab", EPOCH)
+        user = users.create_user(session, email, PASSWORD, EPOCH)
         token = web_sessions.start(session, user, EPOCH)
         found = web_sessions.find(session, token, EPOCH)
     assert found is not None

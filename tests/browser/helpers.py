@@ -8,8 +8,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.factories import make_club
-from tests.functional.ui_pages import make_staff
+from tests.factories import make_club, make_staff
 
 SIGN_IN_PATH = "/sign-in"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from fastapi.testclient import TestClient
 from httpx2 import Response
-from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.services.staff import users
 from clubwire.settings import Settings
 from clubwire.web.app import create_app
-from tests.factories import EPOCH, FakeClock
+from tests.factories import PASSWORD, FakeClock
 
-PASSWORD = "correct horse battery staple"
 _TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 FormData = Mapping[str, object]
 
@@ -66,17 +63,6 @@ def browser(
     app = create_app(settings, clock or FakeClock())
     with TestClient(app, base_url=base_url, follow_redirects=False) as client:
         yield Browser(client)
-
-
-def make_staff(
-    sessions: sessionmaker[Session],
-    email: str,
-    *,
-    superadmin: bool = False,
-    clubs: Iterable[str] = (),
-) -> None:
-    with sessions.begin() as session:
-        users.create_user(session, email, PASSWORD, EPOCH, superadmin, clubs)
 
 
 def part(html: str, start: str, end: str = "</tr>") -> str:

@@ -33,9 +33,8 @@ from clubwire.web import problems
 from clubwire.web.app import create_app
 from clubwire.web.ui import security
 from tests import conftest
-from tests.factories import FakeClock, make_club, make_key, program_data, registration
+from tests.factories import FakeClock, make_club, make_key, make_staff, program_data, registration
 from tests.functional import processes
-from tests.functional.ui_pages import make_staff
 from tests.ports import free_port
 from tests.private_postgres import Cluster
 

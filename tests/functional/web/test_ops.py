@@ -36,12 +36,13 @@ from tests.factories import (
     make_club,
     make_endpoint,
     make_key,
+    make_staff,
     receiver_settings,
     registration,
 )
 from tests.functional import processes
 from tests.functional.cli_runner import Invoke, ok, one_line_error
-from tests.functional.ui_pages import browser, make_staff
+from tests.functional.ui_pages import browser
 from tests.logcapture import Captured, capturing
 from tests.ports import free_port
 from tests.receiver import Authority, Receiver

@@ -320,7 +320,7 @@ def test_a_stale_or_unreadable_tag_gets_the_listing(
 
 
 def test_the_tag_changes_exactly_when_the_listing_does(
-    client: TestClient, world: World, sessions: sessionmaker[Session]
+    client: TestClient, world: World, sessions: sessionmaker[Session], settings: Settings
 ) -> None:
     first = _tag_of(client, world)
     with sessions.begin() as session:  # a new version, the same listing: the same tag
@@ -330,8 +330,9 @@ def test_the_tag_changes_exactly_when_the_listing_does(
     assert _conditional(client, world.key, first).status_code == 304
     with sessions.begin() as session:
         make_program(session, clubs.get_club(session, "granite"), "league", name="League (full)")
+    listed = _seen(settings, lambda: _get(client, world.key), lambda r: r.headers["etag"] != first)
     second = _tag_of(client, world)
-    assert second != first
+    assert listed.headers["etag"] == second != first
     changed = _conditional(client, world.key, first)
     assert (changed.status_code, changed.headers["etag"]) == (200, second)
     assert changed.json()["data"][0]["name"] == "League (full)"

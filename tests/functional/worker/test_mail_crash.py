@@ -17,8 +17,7 @@ from clubwire.services import endpoints
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import OutboxEmail
-from tests.factories import make_club, registration
-from tests.functional.ui_pages import make_staff
+from tests.factories import make_club, make_staff, registration
 from tests.functional.workers import Workers, worker_environment
 from tests.mail_server import Mailbox, smtp_server
 from tests.receiver import authority, serving

@@ -10,8 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.services import clubs
 from tests.browser.helpers import sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_staff
 
 pytestmark = pytest.mark.browser
 

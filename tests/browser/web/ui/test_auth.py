@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.browser.helpers import granite_with_staff
 from tests.browser.live_server import StartServer
-from tests.functional.ui_pages import PASSWORD
+from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

@@ -18,8 +18,7 @@ from clubwire.domain.delivering import Status
 from clubwire.settings import Settings
 from tests.browser.helpers import assert_fits_a_phone, sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club, make_delivery, make_endpoint
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_delivery, make_endpoint, make_staff
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

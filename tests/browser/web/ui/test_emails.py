@@ -14,7 +14,7 @@ from clubwire.services.mail import notifications
 from clubwire.storage.models import Club
 from tests.browser.helpers import granite_with_staff, sign_in
 from tests.browser.live_server import StartServer
-from tests.functional.ui_pages import PASSWORD
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.browser
 

@@ -13,8 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.browser.helpers import sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club, make_program
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_program, make_staff
 
 pytestmark = pytest.mark.browser
 

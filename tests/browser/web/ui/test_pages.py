@@ -14,7 +14,7 @@ from clubwire.settings import Settings
 from tests.browser.helpers import assert_fits_a_phone, sign_in
 from tests.browser.live_server import StartServer
 from tests.browser.seeding import CRM_HOOKS, ROOT, SECRETARY, WEBSITE_HOOKS, seed_realistic_club
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_staff
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

@@ -20,8 +20,7 @@ from clubwire.storage.models import Attempt, Delivery, Endpoint
 from tests.browser.helpers import screenshot, sign_in
 from tests.browser.live_server import StartServer
 from tests.browser.seeding import ROOT, SECRETARY, delivered, seed_realistic_club
-from tests.factories import receiver_settings
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_staff, receiver_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

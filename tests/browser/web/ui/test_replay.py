@@ -4,7 +4,7 @@ fresh signature), the outcome shown once, and neither a double click nor a reloa
 anything twice.
 
 SQLite only: there ``serve`` delivers in its own process (PostgreSQL needs a worker); the
-same pages are tested on both databases server-side (tests/functional/test_ui_replay.py)."""
+same pages are tested on both databases server-side (tests/functional/web/ui/test_replay.py)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,8 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Attempt
 from tests.browser.helpers import assert_fits_a_phone, sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club, make_endpoint
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_delivery, make_endpoint, make_staff
 from tests.receiver import Authority, Receiver
-from tests.replaying import make_delivery
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

@@ -18,8 +18,7 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Endpoint
 from tests.browser.helpers import screenshot, sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_staff
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 

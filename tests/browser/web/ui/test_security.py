@@ -20,8 +20,7 @@ from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Endpoint
 from tests.browser.helpers import sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club, make_endpoint, make_key
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_endpoint, make_key, make_staff
 from tests.receiver import Authority
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]

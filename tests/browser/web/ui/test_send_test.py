@@ -13,8 +13,7 @@ from clubwire.services import clubs
 from clubwire.settings import Settings
 from tests.browser.helpers import sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import make_club, make_endpoint
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import PASSWORD, make_club, make_endpoint, make_staff
 from tests.receiver import Authority, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]

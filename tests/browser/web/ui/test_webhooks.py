@@ -24,8 +24,7 @@ from clubwire.storage.models import Endpoint
 from tests.browser.helpers import sign_in
 from tests.browser.live_server import StartServer
 from tests.conftest import PLATFORM_TOKEN
-from tests.factories import EPOCH, make_club, make_endpoint, registration
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import EPOCH, PASSWORD, make_club, make_endpoint, make_staff, registration
 from tests.receiver import Authority, Receiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]

@@ -18,8 +18,7 @@ from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
 from tests.browser.helpers import sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import EPOCH, make_club, make_endpoint, registration
-from tests.functional.ui_pages import PASSWORD, make_staff
+from tests.factories import EPOCH, PASSWORD, make_club, make_endpoint, make_staff, registration
 from tests.receiver import Authority, Receiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]

@@ -17,9 +17,8 @@ from clubwire.services import clubs, endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
 from tests.conftest import PLATFORM_TOKEN
-from tests.factories import EPOCH, make_club, make_endpoint
+from tests.factories import EPOCH, make_club, make_delivery, make_endpoint
 from tests.functional.cli_runner import Invoke, ok, one_line_error
-from tests.replaying import make_delivery
 
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
 SINCE, UNTIL = "2026-01-05T12:00Z", "2026-01-05T13:00Z"

@@ -18,8 +18,8 @@ from clubwire.services.mail import notifications
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Endpoint, Event, OutboxEmail, User
 from clubwire.worker import running
-from tests.factories import EPOCH, make_club, registration
-from tests.functional.ui_pages import PASSWORD, browser, make_staff
+from tests.factories import EPOCH, PASSWORD, make_club, make_staff, registration
+from tests.functional.ui_pages import browser
 from tests.mail_server import Mailbox, smtp_server
 from tests.receiver import Authority, serving
 

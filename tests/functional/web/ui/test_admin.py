@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.services import clubs
 from clubwire.settings import Settings
-from tests.factories import make_club
-from tests.functional.ui_pages import Browser, browser, make_staff, part
+from tests.factories import make_club, make_staff
+from tests.functional.ui_pages import Browser, browser, part
 
 ROOT = "root@clubwire.example"
 ADMIN = "admin@granite.example"

@@ -15,8 +15,8 @@ from clubwire.services import clubs
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Delivery, Endpoint
-from tests.factories import EPOCH, make_club, make_endpoint, make_key, registration
-from tests.functional.ui_pages import Browser, browser, make_staff, part
+from tests.factories import EPOCH, make_club, make_endpoint, make_key, make_staff, registration
+from tests.functional.ui_pages import Browser, browser, part
 
 ROOT = "root@clubwire.example"
 ADMIN = "admin@rocks.example"

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.settings import Settings
 from clubwire.storage.models import WebSession
-from tests.factories import make_club
+from tests.factories import PASSWORD, make_club, make_staff
 from tests.functional import processes
-from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff
+from tests.functional.ui_pages import Browser, browser
 
 ADMIN = "admin@granite.example"
 ROOT = "root@clubwire.example"

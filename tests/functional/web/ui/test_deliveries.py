@@ -20,10 +20,11 @@ from tests.factories import (
     FakeClock,
     make_club,
     make_endpoint,
+    make_staff,
     receiver_settings,
     registration,
 )
-from tests.functional.ui_pages import Browser, browser, make_staff, part
+from tests.functional.ui_pages import Browser, browser, part
 from tests.receiver import Authority, serving
 
 ADMIN = "admin@granite.example"

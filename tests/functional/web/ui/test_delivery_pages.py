@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.settings import Settings
-from tests.factories import EPOCH, FakeClock, make_club, make_delivery, make_endpoint
-from tests.functional.ui_pages import Browser, browser, make_staff, part
+from tests.factories import EPOCH, FakeClock, make_club, make_delivery, make_endpoint, make_staff
+from tests.functional.ui_pages import Browser, browser, part
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/webhooks"

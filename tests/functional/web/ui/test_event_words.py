@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.domain import event_catalog
 from clubwire.services import clubs
 from clubwire.settings import Settings
-from tests.factories import make_club, make_endpoint, receiver_settings
-from tests.functional.ui_pages import Browser, browser, make_staff
+from tests.factories import make_club, make_endpoint, make_staff, receiver_settings
+from tests.functional.ui_pages import Browser, browser
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/webhooks"

@@ -26,9 +26,10 @@ from tests.factories import (
     make_delivery,
     make_endpoint,
     make_key,
+    make_staff,
     receiver_settings,
 )
-from tests.functional.ui_pages import Browser, browser, make_staff
+from tests.functional.ui_pages import Browser, browser
 
 ADMIN = "admin@granite.example"
 ROOT = "root@clubwire.example"

@@ -14,8 +14,8 @@ from clubwire.services import clubs
 from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey
-from tests.factories import EPOCH, make_club, make_key
-from tests.functional.ui_pages import Browser, browser, make_staff, part
+from tests.factories import EPOCH, make_club, make_key, make_staff
+from tests.functional.ui_pages import Browser, browser, part
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/api-keys"

@@ -14,9 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.services import endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
-from tests.factories import EPOCH, FakeClock, make_club, make_endpoint
-from tests.functional.ui_pages import Browser, browser, make_staff, part
-from tests.replaying import make_delivery
+from tests.factories import EPOCH, FakeClock, make_club, make_delivery, make_endpoint, make_staff
+from tests.functional.ui_pages import Browser, browser, part
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/webhooks"

@@ -18,9 +18,17 @@ from clubwire.settings import Settings
 from clubwire.storage.models import ApiKey, Club, ClubAdmin, Delivery, Endpoint, WebSession
 from clubwire.web.app import create_app
 from clubwire.web.ui import security, urls
-from tests.factories import EPOCH, make_club, make_endpoint, make_key, receiver_settings
+from tests.factories import (
+    EPOCH,
+    PASSWORD,
+    make_club,
+    make_endpoint,
+    make_key,
+    make_staff,
+    receiver_settings,
+)
 from tests.factories import registration as registration_data
-from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff
+from tests.functional.ui_pages import Browser, browser
 from tests.logcapture import capturing
 
 ROOT = "root@clubwire.example"

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from clubwire.services import clubs, endpoints
 from clubwire.services.club_api import keys
 from clubwire.settings import Settings
-from tests.factories import make_club, make_endpoint, receiver_settings
-from tests.functional.ui_pages import PASSWORD, Browser, browser, make_staff
+from tests.factories import PASSWORD, make_club, make_endpoint, make_staff, receiver_settings
+from tests.functional.ui_pages import Browser, browser
 from tests.functional.unstorable import NUL, NUL_REFUSED, no_traceback, rows
 
 ROOT = "root@clubwire.example"

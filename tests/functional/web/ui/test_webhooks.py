@@ -16,8 +16,15 @@ from clubwire.services import clubs, endpoints, secret_keys
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery, Endpoint
-from tests.factories import EPOCH, make_club, make_endpoint, receiver_settings, registration
-from tests.functional.ui_pages import Browser, browser, make_staff, part
+from tests.factories import (
+    EPOCH,
+    make_club,
+    make_endpoint,
+    make_staff,
+    receiver_settings,
+    registration,
+)
+from tests.functional.ui_pages import Browser, browser, part
 
 ADMIN = "admin@granite.example"
 TAB = "/settings/granite/webhooks"
