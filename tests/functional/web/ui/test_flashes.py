@@ -37,6 +37,7 @@ CLUB = "/settings/granite"
 TAB = f"{CLUB}/webhooks"
 KEYS = f"{CLUB}/api-keys"
 WINDOW: dict[str, object] = {"since": "2026-01-05T11:00", "until": "2026-01-05T12:00"}
+CONFIRMED = {**WINDOW, "confirmation": "a-confirmation-token-1"}  # as a preview's token reads
 FULL_KEY = re.compile(r"cw_live_\w+")
 SECRET = re.compile(r"whsec_\w+")
 
@@ -101,7 +102,7 @@ ACTIONS: list[tuple[str, str, dict[str, object], str]] = [
     ("secret rotated", f"{TAB}/{{endpoint}}/rotate", {}, "rotated."),
     ("deleted", f"{TAB}/{{endpoint}}/delete", {}, "deleted, with its deliveries."),
     ("retried", f"{CLUB}/deliveries/{{delivery}}/retry", {}, "will be sent again now."),
-    ("replayed", f"{TAB}/{{endpoint}}/replay", WINDOW, "Replayed 1 delivery."),
+    ("replayed", f"{TAB}/{{endpoint}}/replay", CONFIRMED, "Replayed 1 delivery."),
     ("emails", f"{CLUB}/failure-emails", {"wanted": "no"}, "no longer get emails"),
 ]
 
