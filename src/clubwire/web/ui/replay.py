@@ -70,7 +70,7 @@ class ReplayForm(base.FormFields):
 
 
 Filled = Annotated[ReplayForm, Form()]
-Confirmation = Annotated[str, Form()]  # the preview's token: spent once
+ConfirmationToken = Annotated[str, Form()]  # the preview's token: spent once
 
 
 def router() -> APIRouter:
@@ -116,7 +116,7 @@ def replay(
     slug: str,
     endpoint_id: str,
     form: Filled,
-    confirmation: Confirmation = "",
+    confirmation: ConfirmationToken = "",
 ) -> Response:
     """Replay, then back to the tab, where what was done shows once; the same confirmation
     again goes back to the tab and does nothing."""
