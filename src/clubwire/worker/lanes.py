@@ -160,8 +160,8 @@ class LanePolicy:
     - ``claim_round`` for each claim round (``ClaimRound``), while ``waiting`` says there is
       something to lease or claim; idle, it sleeps as ``room_for_lanes``, ``due_now``,
       ``until_retry`` say;
-    - ``next_job``, ``pace``, ``lease_until``, ``attempted``, ``drop`` and ``runner_ended``
-      from each lane's runners;
+    - ``next_job``, ``pace``, ``starts``, ``lease_until``, ``attempted``, ``drop`` and
+      ``runner_ended`` from each lane's runners;
     - ``done``, ``recorded`` and ``given_back`` around each batch it records, and
       ``until_lingered`` for when to give back a lingering lane;
     - ``stop`` when it stops, and ``claim_failed`` when a round failed.
@@ -377,16 +377,22 @@ class LanePolicy:
         return self._start(lane)
 
     def pace(self, endpoint_id: str, now: float) -> float:
-        """Seconds the lane's next attempt waits: a strained lane's pause, and with a max
-        rate, attempts start ``1 / rate`` seconds apart. One worker holds a lane at a time, so
-        all workers together keep to it (a lane leased afresh may start one attempt
-        sooner)."""
+        """Seconds until the lane's next attempt may start: a strained lane's pause, or with
+        a max rate, ``1 / rate`` after its last attempt started."""
+        return max(0.0, self.lanes[endpoint_id].next_start - now)
+
+    def starts(self, endpoint_id: str, now: float) -> bool:
+        """Whether an attempt of the lane may start now (a runner that waited for a place
+        among the attempts in flight may find that another one of the lane started
+        meanwhile); if it may, with a max rate the next one waits ``1 / rate`` from now. One
+        worker holds a lane at a time, so all workers together keep to it (a lane leased
+        afresh may start one attempt sooner)."""
         lane = self.lanes[endpoint_id]
-        start = max(now, lane.next_start)
-        rate = lane.leased.max_rate
-        if rate is not None:
-            lane.next_start = start + 1 / rate
-        return start - now
+        if now < lane.next_start:
+            return False
+        if (rate := lane.leased.max_rate) is not None:
+            lane.next_start = now + 1 / rate
+        return True
 
     def lease_until(self, job: Job) -> datetime:
         """When the lease the job is attempted under runs out: its lane's, renewed since the

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -132,9 +132,6 @@ class Worker:
             while (job := self._lanes.next_job(endpoint_id, loop.time())) is not None:
                 if self._lanes.waiting:
                     self._wake.set()
-                wait = self._lanes.pace(endpoint_id, loop.time())
-                if wait > 0:
-                    await asyncio.sleep(wait)
                 result = await self._attempt(job)
                 if result is not None:
                     for _ in range(self._lanes.attempted(endpoint_id, result.strains, loop.time())):
@@ -149,7 +146,7 @@ class Worker:
 
     async def _attempt(self, job: Job) -> Result | None:
         """The attempt's result, to record (None: none to record)."""
-        async with self._gate:
+        async with self._place(job.endpoint_id):
             if self._lanes.lease_until(job) - self._clock() < self._attempt_span:
                 self._lanes.drop(job.endpoint_id, [job])  # claimed again in a later round
                 return None
@@ -165,6 +162,20 @@ class Worker:
         self._results.append(result)
         self._recordable.set()
         return result
+
+    @contextlib.asynccontextmanager
+    async def _place(self, endpoint_id: str) -> AsyncIterator[None]:
+        """A place among the attempts in flight, at the lane's pace: the pace is kept from
+        when attempts really start, so waiting for the place never lets two start closer
+        than a max rate allows."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if (wait := self._lanes.pace(endpoint_id, loop.time())) > 0:
+                await asyncio.sleep(wait)
+            async with self._gate:
+                if self._lanes.starts(endpoint_id, loop.time()):
+                    yield
+                    return
 
     async def _finish_in_flight(self) -> None:
         """Finish the attempts in flight, drop the waiting jobs (others take them once the

@@ -310,11 +310,28 @@ def test_a_max_rate_bounds_the_lane_and_spaces_its_attempts() -> None:
     world = Simulation(Limits(per_endpoint=8, rounds=2, depth=48, max_lanes=4), {"we_slow": 2})
     world.publish("we_slow", 20)
     assert world.claim() == {"we_slow": 4}  # two seconds of attempts at 2 a second
-    waits = [world.policy.pace("we_slow", 10.0) for _ in range(4)]
-    assert waits == [0.0, 0.5, 1.0, 1.5]
+    assert world.policy.pace("we_slow", 10.0) == 0.0
+    assert world.policy.starts("we_slow", 10.0)
+    assert world.policy.pace("we_slow", 10.1) == pytest.approx(0.4)
+    assert not world.policy.starts("we_slow", 10.1)  # one runner started; the next waits
     world.attempt()  # four runners, each with one job: none waiting
     world.attempt()  # the runners end, and the lane asks for more
     assert world.claim() == {"we_slow": 4}
+
+
+def test_a_max_rates_spacing_counts_from_when_attempts_really_start() -> None:
+    """A runner that was due at 10.5 s but found every place in flight taken starts at
+    10.9 s: the next one waits until 11.4 s, not 11.0 s (six starts of a lane at 5 a second
+    once came 0.88 s apart on a busy machine)."""
+    world = Simulation(Limits(per_endpoint=8, rounds=2, depth=48, max_lanes=4), {"we_slow": 2})
+    world.publish("we_slow", 4)
+    world.claim()
+    assert world.policy.starts("we_slow", 10.0)
+    assert world.policy.pace("we_slow", 10.2) == pytest.approx(0.3)
+    assert world.policy.starts("we_slow", 10.9)  # it waited for a place, then started
+    assert world.policy.pace("we_slow", 11.0) == pytest.approx(0.4)
+    assert not world.policy.starts("we_slow", 11.0)
+    assert world.policy.starts("we_slow", 11.4)
 
 
 def test_a_job_given_back_unattempted_is_in_its_lanes_next_claim() -> None:
