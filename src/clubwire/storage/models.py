@@ -115,12 +115,15 @@ class Endpoint(Base):
     events: Mapped[str] = mapped_column(String(500))  # space-separated kinds
     secret_sealed: Mapped[str] = mapped_column(String(500))  # encrypted with the secret key
     enabled: Mapped[bool] = mapped_column(Boolean)
+    # Why it is off, a code (``domain.off_reasons``): dead_in_a_row, gone, staff, superadmin
     disabled_reason: Mapped[str | None] = mapped_column(String(200))
     disabled_at: Mapped[datetime | None]
     last_delivery_at: Mapped[datetime | None]
     last_response_code: Mapped[int | None] = mapped_column(Integer)
     dead_in_a_row: Mapped[int] = mapped_column(Integer, server_default="0")
     max_rate: Mapped[int | None] = mapped_column(Integer)  # deliveries a second; NULL: no limit
+    # Headers of its own sent on every attempt, sealed like its secret; NULL: none.
+    headers_sealed: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -173,6 +176,8 @@ class Delivery(Base):
     # Set while an attempt is due (scheduled, or brought forward by Retry); NULL when finished.
     next_attempt_at: Mapped[datetime | None]
     next_trigger: Mapped[str] = mapped_column(String(16), server_default="scheduled")
+    # Whether next_attempt_at is when the receiver asked (Retry-After), not the schedule's step.
+    next_attempt_asked: Mapped[bool] = mapped_column(Boolean, server_default=false())
     response_code: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
@@ -252,6 +257,7 @@ class Attempt(Base):
     response_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String(200))
     excerpt: Mapped[str] = mapped_column(Text)
+    retry_after: Mapped[str | None] = mapped_column(String(100))  # the receiver's, as given
 
 
 class User(Base):

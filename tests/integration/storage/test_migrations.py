@@ -288,3 +288,44 @@ def test_0016_keeps_every_price_and_refuses_to_go_down_past_one_integer_cannot_h
     with engine.connect() as connection:
         prices = connection.execute(text("SELECT id, price_cents FROM programs ORDER BY id"))
         assert prices.all() == [("prg_bonspiel", 9_999_999_999), ("prg_clinic", 4_550)]
+
+
+def test_0018_reasons_become_codes_and_back_keeping_every_delivery(
+    engine: Engine, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Down to 0017 the reasons are words again and the new columns go, without rebuilding a
+    table (on SQLite that would delete the deliveries: foreign keys cascade); up, the words
+    stored before become codes, and any other words the code of staff."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        hooks = receiver_settings(settings)
+        kinds = ["registration.created"]
+        for path in ("dead", "user", "other"):
+            endpoints.create_endpoint(
+                session, club, f"https://127.0.0.1/{path}", kinds, EPOCH, hooks
+            )
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+    _move(engine, "0017", down=True)
+    assert "headers_sealed" not in _endpoint_columns(engine)
+    words = {
+        "dead": "Switched off after 5 dead deliveries in a row",
+        "user": "Switched off by a user",
+        "other": "Switched off by an operator",
+    }
+    with engine.begin() as connection:
+        assert connection.scalar(select(func.count()).select_from(Delivery)) == 3
+        for path, reason in words.items():
+            connection.execute(
+                text("UPDATE endpoints SET disabled_reason = :reason WHERE url LIKE :path"),
+                {"reason": reason, "path": f"%/{path}"},
+            )
+    _move(engine, "head")
+    with engine.connect() as connection:
+        stored = connection.execute(text("SELECT url, disabled_reason FROM endpoints")).all()
+        reasons: dict[str, str] = {url: reason for url, reason in stored}
+        assert connection.scalar(select(func.count()).select_from(Delivery)) == 3
+    assert reasons == {
+        "https://127.0.0.1/dead": "dead_in_a_row",
+        "https://127.0.0.1/user": "staff",
+        "https://127.0.0.1/other": "staff",
+    }
