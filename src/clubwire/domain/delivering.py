@@ -18,6 +18,7 @@ from clubwire.domain import event_catalog
 DEAD_IN_A_ROW_LIMIT = 5
 SWITCHED_OFF_REASON = f"Switched off after {DEAD_IN_A_ROW_LIMIT} dead deliveries in a row"
 SPREAD = 0.1  # a retry comes due at most this share of its step after the step
+GONE = 410  # the receiver wants no more webhooks: the endpoint is switched off at once
 TOO_MANY_REQUESTS = 429
 SERVER_ERROR = 500  # and above
 
@@ -74,6 +75,7 @@ class Verdict:
     next_attempt_at: datetime | None
     became_dead: bool = False
     counts_as_success: bool = False
+    gone: bool = False  # the receiver answered 410 Gone: switch the endpoint off
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,23 +121,34 @@ class Result:
         return not self.ok and (code is None or code == TOO_MANY_REQUESTS or code >= SERVER_ERROR)
 
 
-def judge(job: Job, ok: bool, now: datetime, schedule: RetrySchedule, draw: float) -> Verdict:
-    """Where an attempt of ``job`` that was ``ok`` or not, ending ``now``, moves its delivery.
+def judge(
+    job: Job,
+    ok: bool,
+    now: datetime,
+    schedule: RetrySchedule,
+    draw: float,
+    *,
+    code: int | None = None,
+) -> Verdict:
+    """Where an attempt of ``job`` that was ``ok`` or not (answered ``code``, if it was
+    answered), ending ``now``, moves its delivery.
 
     ``draw`` (0 ≤ draw < 1, at random) places a retry within its step's spread
     (:meth:`RetrySchedule.delay_after`), so that one endpoint's retries do not come due
     together. A Send test never moves the dead-in-a-row count; a manual attempt on a finished
-    delivery leaves it as it was when it fails.
+    delivery leaves it as it was when it fails. ``410 Gone`` kills a pending delivery at once
+    and, but for a Send test, says to switch its endpoint off (``Verdict.gone``).
     """
+    gone = code == GONE
     if job.trigger is Trigger.TEST:
         return Verdict(Status.SUCCEEDED if ok else Status.DEAD, None)
     if ok:
         return Verdict(Status.SUCCEEDED, None, counts_as_success=True)
     if job.status is not Status.PENDING:
-        return Verdict(job.status, None)
-    delay = schedule.delay_after(job.attempts_made + 1, draw)
+        return Verdict(job.status, None, gone=gone)
+    delay = None if gone else schedule.delay_after(job.attempts_made + 1, draw)
     if delay is None:
-        return Verdict(Status.DEAD, None, became_dead=True)
+        return Verdict(Status.DEAD, None, became_dead=True, gone=gone)
     return Verdict(Status.PENDING, now + delay)
 
 

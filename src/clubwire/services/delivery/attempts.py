@@ -61,7 +61,9 @@ class Attempter:
         answer = await self._sender.post(
             job.url, job.body, headers(job, secret, int(started.timestamp()))
         )
-        verdict = delivering.judge(job, answer.ok, self._clock(), self._schedule, random.random())
+        verdict = delivering.judge(
+            job, answer.ok, self._clock(), self._schedule, random.random(), code=answer.status
+        )
         result = Result(
             job=job,
             started_at=started,
