@@ -44,7 +44,7 @@ from clubwire.domain import event_catalog, timestamps
 from clubwire.storage.models import Delivery
 from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports, start
 from measuring import expected_deliveries, wait_for
-from receiver import LIGHT, SILENT, Receiver, healthy_roles, start_receiver
+from receiver import Receiver, busy_roles, healthy_roles, start_receiver
 from testbed import (
     BUSY_CLUB,
     KINDS,
@@ -212,8 +212,7 @@ def bench(options: Options) -> bool:
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-burst-")))
         tls = make_tls(workdir)
-        roles = [*healthy_roles(options.endpoints), LIGHT, SILENT]
-        receiver = start_receiver(stack, workdir, tls.server_pem, roles)
+        receiver = start_receiver(stack, workdir, tls.server_pem, busy_roles(options.endpoints))
         print(
             f"{options.events:,} events x {options.endpoints} endpoints, "
             f"{options.publishers} publishers, {options.rounds} rounds"

@@ -27,7 +27,13 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   path where the receiver reads the request and never responds, subscribed to the same
   events; the healthy endpoints' deliveries/s should fall by less than 5 %. Attempts time
   out after 2 s here (``CLUBWIRE_ATTEMPT_TIMEOUT``), so the silent endpoint's attempts fail,
-  are recorded and make room for the next ones within the run.
+  are recorded and make room for the next ones within the run;
+- **a throttling receiver**: the throughput run again with one more endpoint instead, whose
+  receiver answers ``429 Too Many Requests`` to every other request (issue 33); the healthy
+  endpoints' deliveries/s should fall by less than 5 %. Its lane narrows to fewer attempts in
+  flight on each 429 and grows back by one on each other answer (ADR 0015), so it takes a
+  sliver of the worker; the line ``throttling change <±x.x> %`` reads it. Its 429s are retried
+  after the schedule's first step, past the run.
 
 - **a dead endpoint's backlog** (``--backlog N``): after the rounds, one endpoint of another
   club, at a port nobody listens on, gets N deliveries due in two hours (pending, attempt 1,
@@ -46,17 +52,17 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   duplicate).
 
 The throughput runs go in alternating rounds (``--rounds``, 3): worker, bare sender, worker
-with the silent endpoint, the silent run going first every other round so that neither
-kind always meets the larger database. The best run of each kind counts, as the machine may
-be busy with other work; beside the ratio and the silent endpoint's change, the median of
-each round's (its runs go seconds apart, so a machine whose speed moves between minutes
-moves both sides). After each worker stops, the script also checks that every
+with the silent endpoint, worker with the throttling one, the order of the worker's runs
+turning each round so that no kind always meets the larger database. The best run of each kind
+counts, as the machine may be busy with other work; beside the ratio and the neighbours'
+changes, the median of each round's (its runs go seconds apart, so a machine whose speed moves
+between minutes moves both sides). After each worker stops, the script also checks that every
 delivery that reached the receiver is recorded as succeeded ("not recorded": a worker that
-loses results sends those deliveries again when their lease runs out). Each run counts only
-its own deliveries; others that arrive meanwhile (sent again from earlier runs) are reported
-apart. Beside each kind's CPU time per delivery, the table shows where else the worker's
-cost went: the CPU time of PostgreSQL's backends serving the run (SQLite works inside the
-worker, in its own figure), and how long each side's event loop was runnable yet waited for
+loses results sends those deliveries again when their lease runs out). Each run counts only its
+own deliveries; others that arrive meanwhile (sent again from earlier runs) are reported apart.
+Beside each kind's CPU time per delivery, the table shows where else the worker's cost went:
+the CPU time of PostgreSQL's backends serving the run (SQLite works inside the worker, in its
+own figure), and how long each side's event loop was runnable yet waited for
 a CPU (both from ``/proc``): on two cores, what the database spends is taken from the
 deliveries whichever process spends it (ADR 0008, sessions 11 and 14).
 The receiver is a second process (``bench/receiver.py``, started by this script): a raw
@@ -66,8 +72,8 @@ HTTP/1.1 protocol on uvloop over TLS with a trustme certificate for 127.0.0.1, o
 is not the bottleneck; both senders share it, so its cost is in both sides of the ratio.
 
 Targets (one worker process, each database; issue 12): ratio at least 0.6 (the goal 0.7);
-p50 under 20 ms at light load; with the silent endpoint, or beside the dead backlog, the
-others' deliveries/s falls by less than 5 %. The last
+p50 under 20 ms at light load; with the silent endpoint, with the throttling one (issue 33),
+or beside the dead backlog, the others' deliveries/s falls by less than 5 %. The last
 line of the output is ``ratio <ours/bare>``, the lower of the two databases, two decimals.
 The exit status is non-zero when a delivery to a healthy endpoint was lost.
 
@@ -101,9 +107,10 @@ from clubwire.domain import timestamps
 from clubwire.settings import Settings
 from harness import exit_status
 from measuring import Drain, Light, expected_deliveries, light_load, measure_drain
-from receiver import LIGHT, SILENT, Receiver, healthy_roles, start_receiver
+from receiver import Receiver, busy_roles, healthy_roles, start_receiver
 from report import Outcome, report, report_setup
 from testbed import (
+    NEIGHBOURS,
     SEED,
     Bed,
     Clubs,
@@ -116,7 +123,7 @@ from testbed import (
     publish_backlog,
     release_lanes,
     seed,
-    switch_silent,
+    switch_neighbour,
     wait_started,
     worker,
 )
@@ -167,7 +174,8 @@ def parse_options(argv: list[str] | None) -> Options:
         "--workers", type=int, default=1, help="then runs with N workers, PostgreSQL (1)"
     )
     args = parser.parse_args(argv)
-    most = Settings.model_fields["max_endpoints_per_club"].default - 1  # one left for silent
+    # Room left for the neighbours
+    most = Settings.model_fields["max_endpoints_per_club"].default - len(NEIGHBOURS)
     if args.events < 1 or args.rounds < 1 or not 1 <= args.endpoints <= most:
         parser.error(f"--events and --rounds must be at least 1, --endpoints between 1 and {most}")
     if args.backlog < 0 or args.workers < 1:
@@ -201,23 +209,24 @@ def bench_database(
         clubs_ = seed(bed, receiver, healthy_roles(options.endpoints))
         several = options.workers if name == "postgresql" else 1
         outcome.worker_count = several
+        kinds = [None, *NEIGHBOURS]
         for round_ in range(options.rounds):
-            # Every other round the silent run goes first, so that neither kind of run
-            # always meets the larger database.
-            for silent in (False, True) if round_ % 2 == 0 else (True, False):
-                label = f"{SILENT if silent else 'throughput'}-{round_}"
+            # The order turns each round, so that no kind always meets the larger database.
+            for neighbour in kinds[round_ % 3 :] + kinds[: round_ % 3]:
+                label = f"{neighbour or 'throughput'}-{round_}"
                 since = timestamps.utc_now()
-                drain = throughput(bed, receiver, clubs_, options, label)
+                drain = throughput(bed, receiver, clubs_, options, label, neighbour)
                 outcome.check_records(bed, drain.delivered)
-                (outcome.silent if silent else outcome.ours).append(drain)
-                if silent:
+                outcome.runs_beside(neighbour).append(drain)
+                if neighbour is not None:
                     continue
                 if round_ == 0:
                     outcome.light = light_run(bed, receiver, clubs_)
                     outcome.check_records(bed, outcome.light.delivered)
                 outcome.bare.append(bare_run(bed, receiver, clubs_, since))
             if several > 1:  # in the same round as the one worker it is compared with
-                drain = throughput(bed, receiver, clubs_, options, f"workers-{round_}", several)
+                label = f"workers-{round_}"
+                drain = throughput(bed, receiver, clubs_, options, label, workers=several)
                 outcome.check_records(bed, drain.delivered)
                 outcome.workers.append(drain)
         if options.backlog:
@@ -230,17 +239,23 @@ def bench_database(
 
 
 def throughput(
-    bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, label: str, workers: int = 1
+    bed: Bed,
+    receiver: Receiver,
+    clubs_: Clubs,
+    options: Options,
+    label: str,
+    neighbour: str | None = None,
+    workers: int = 1,
 ) -> Drain:
-    """Publish a backlog (with the silent endpoint on or off), start ``workers`` workers
-    while the bench holds the busy club's lanes, then give the lanes back: the workers
-    drain it."""
-    switch_silent(bed, clubs_, on=label.startswith(SILENT))
+    """Publish a backlog (with the ``neighbour`` endpoint on, the others off), start
+    ``workers`` workers while the bench holds the busy club's lanes, then give the lanes
+    back: the workers drain it."""
+    switch_neighbour(bed, clubs_, neighbour)
     since = timestamps.utc_now()
     publish_backlog(bed, clubs_.busy_id, options.events, random.Random(f"{SEED}-{label}"))
     expected = expected_deliveries(bed, clubs_, since)
     receiver.reset()
-    held = hold_lanes(bed, [*clubs_.signing_secrets, clubs_.silent_id])
+    held = hold_lanes(bed, [*clubs_.signing_secrets, *clubs_.neighbours.values()])
     with ExitStack() as stack:
         processes = [stack.enter_context(worker(bed, f"{label}-{n}")) for n in range(workers)]
         for process in processes:
@@ -266,8 +281,7 @@ def bench(options: Options) -> bool:
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-bench-")))
         tls = make_tls(workdir)
-        roles = [*healthy_roles(options.endpoints), LIGHT, SILENT]
-        receiver = start_receiver(stack, workdir, tls.server_pem, roles)
+        receiver = start_receiver(stack, workdir, tls.server_pem, busy_roles(options.endpoints))
         report_setup(options.events, options.endpoints, options.rounds, Settings(_env_file=None))
         for name in options.databases:
             outcome = bench_database(name, workdir, tls, receiver, options)

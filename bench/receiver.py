@@ -3,7 +3,8 @@
 ``start_receiver`` runs this file as ``bench/receiver.py --cert … --control … --ports …``: a
 raw HTTP/1.1 protocol on uvloop over TLS, one port per role (as separate hosts would be),
 answering ``200 ok``, except on the silent role's path, where it reads each request and never
-answers, and on the failing role's, where it answers ``503`` to every request. It records the
+answers, on the failing role's, where it answers ``503`` to every request, and on the
+throttling role's, where it answers ``429`` to every other request. It records the
 first arrival time of each ``X-Service-Delivery`` id, counts the arrivals of an id already
 seen (duplicates), and reports through a plain HTTP control port (``GET /counts``,
 ``GET /arrivals``, ``GET /duplicates``, ``POST /reset``), which ``Receiver``
@@ -32,13 +33,17 @@ import uvloop
 from harness import HOST, START_TIMEOUT, BenchError, Process, free_ports, start
 
 PROG = "bench/receiver.py"
-LIGHT, SILENT, FAILING = "light", "silent", "failing"  # roles besides healthy e0, e1, …
-SILENT_PATH, FAILING_PATH = f"/{SILENT}", f"/{FAILING}"
+# Roles besides healthy e0, e1, …
+LIGHT, SILENT, FAILING, THROTTLING = "light", "silent", "failing", "throttling"
+SILENT_PATH, FAILING_PATH, THROTTLING_PATH = f"/{SILENT}", f"/{FAILING}", f"/{THROTTLING}"
 
 OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
 UNAVAILABLE_RESPONSE = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 11\r\n\r\nunavailable"
+)
+TOO_MANY_RESPONSE = (
+    b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nbusy"
 )
 
 
@@ -53,12 +58,14 @@ class Arrivals:
     first: defaultdict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     again: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, path: str, delivery: str, at: float) -> None:
+    def add(self, path: str, delivery: str, at: float) -> int:
+        """Record an arrival; how many requests the path has had, this one included."""
         arrived = self.first[path]
         if delivery in arrived:
             self.again[path] += 1
         else:
             arrived[delivery] = at
+        return len(arrived) + self.again[path]
 
     def counts(self) -> dict[str, int]:
         return {path: len(ids) for path, ids in self.first.items()}
@@ -101,8 +108,8 @@ def header(head: bytes, lowered: bytes, name: bytes) -> bytes | None:
 
 
 class Hooks(asyncio.Protocol):
-    """One sender's connection: record each request; answer 200, 503 on ``/failing``, or
-    never on ``/silent``."""
+    """One sender's connection: record each request; answer 200, 503 on ``/failing``, 429 to
+    every other request on ``/throttling``, or never on ``/silent``."""
 
     def __init__(self, arrivals: Arrivals) -> None:
         self._arrivals = arrivals
@@ -118,11 +125,19 @@ class Hooks(asyncio.Protocol):
         self._buffer += data
         while (request := take_request(self._buffer)) is not None:
             delivery = header(request.head, request.lowered, b"x-service-delivery") or b"-"
-            self._arrivals.add(request.path, delivery.decode("latin-1"), now)
+            number = self._arrivals.add(request.path, delivery.decode("latin-1"), now)
             self._silent = self._silent or request.path == SILENT_PATH
             if not self._silent and self._transport is not None:
-                failing = request.path == FAILING_PATH
-                self._transport.write(UNAVAILABLE_RESPONSE if failing else OK_RESPONSE)
+                self._transport.write(answer(request.path, number))
+
+
+def answer(path: str, number: int) -> bytes:
+    """The answer to the path's ``number``-th request (from 1)."""
+    if path == FAILING_PATH:
+        return UNAVAILABLE_RESPONSE
+    if path == THROTTLING_PATH and number % 2:
+        return TOO_MANY_RESPONSE
+    return OK_RESPONSE
 
 
 class Control(asyncio.Protocol):
@@ -251,6 +266,12 @@ def start_receiver(stack: ExitStack, workdir: Path, cert: Path, roles: list[str]
 
 def healthy_roles(count: int) -> list[str]:
     return [f"e{number}" for number in range(count)]
+
+
+def busy_roles(healthy: int) -> list[str]:
+    """The roles of ``testbed.seed``'s clubs: the healthy ones, light, and the busy club's
+    neighbours (``testbed.NEIGHBOURS``)."""
+    return [*healthy_roles(healthy), LIGHT, SILENT, THROTTLING]
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ each kind counts, and is held to the targets below. Beside the ratio of the best
 the silent endpoint's change between the best runs, the median of each round's (the runs
 of a round go seconds apart): on a shared machine whose speed moves by 20-30 % from one
 minute to the next, the steadier of the two for comparing builds (ADR 0008, session 17).
-``report`` prints one table per database, and after it the lines ``backlog <N> change
+``report`` prints one table per database, and after it the lines ``throttling change
+<±x.x> %``, ``backlog <N> change
 <±x.x> %`` (with ``--backlog``) and ``workers <N> change <±x.x> % duplicates <n>`` (with
 ``--workers``, PostgreSQL) for scripts to read.
 """
@@ -19,11 +20,13 @@ from operator import attrgetter
 
 from clubwire.settings import Settings
 from measuring import LIGHT_EVENTS, LIGHT_INTERVAL, Drain, Light, not_recorded
+from receiver import SILENT, THROTTLING
 from testbed import Bed
 
 TARGET_RATIO = 0.6  # issue 12 (the goal is 0.7)
 TARGET_P50_MS = 20.0  # issue 12
 TARGET_SILENT_DROP = 5.0  # per cent (issue 12)
+TARGET_THROTTLING_DROP = 5.0  # per cent, beside an endpoint answering 429 to half (issue 33)
 TARGET_BACKLOG_DROP = 5.0  # per cent, with a dead endpoint's backlog beside (issue 12)
 
 
@@ -38,6 +41,7 @@ class Outcome:
     ours: list[Drain] = field(default_factory=list)
     bare: list[Drain] = field(default_factory=list)
     silent: list[Drain] = field(default_factory=list)
+    throttling: list[Drain] = field(default_factory=list)  # beside 429 to every other request
     backlog: list[Drain] = field(default_factory=list)  # with a dead endpoint's backlog
     backlog_size: int = 0
     workers: list[Drain] = field(default_factory=list)  # several workers at once
@@ -45,6 +49,10 @@ class Outcome:
     light: Light = field(default_factory=lambda: Light([], frozenset()))
     unrecorded: int = 0  # reached the receiver, yet not recorded as succeeded
     delivered_by_worker: int = 0
+
+    def runs_beside(self, neighbour: str | None) -> list[Drain]:
+        """The runs with the neighbour of that role on (None: alone)."""
+        return {None: self.ours, SILENT: self.silent, THROTTLING: self.throttling}[neighbour]
 
     @property
     def ratio(self) -> float:
@@ -62,6 +70,16 @@ class Outcome:
     def silent_change(self) -> float:
         """The healthy endpoints' deliveries/s with a silent endpoint, change in %."""
         return change(self.silent, self.ours)
+
+    @property
+    def throttling_change(self) -> float:
+        """The healthy endpoints' deliveries/s beside the throttling endpoint, change in %."""
+        return change(self.throttling, self.ours)
+
+    @property
+    def round_throttling_changes(self) -> list[float]:
+        """Each round's run beside the throttling endpoint against the run without it."""
+        return round_changes(self.throttling, self.ours)
 
     @property
     def backlog_change(self) -> float:
@@ -98,6 +116,10 @@ class Outcome:
         return self.silent_change > -TARGET_SILENT_DROP
 
     @property
+    def throttling_met(self) -> bool:
+        return self.throttling_change > -TARGET_THROTTLING_DROP
+
+    @property
     def backlog_met(self) -> bool:
         return self.backlog_change > -TARGET_BACKLOG_DROP
 
@@ -111,7 +133,14 @@ class Outcome:
 
     @property
     def lost(self) -> int:
-        drains = [*self.ours, *self.bare, *self.silent, *self.backlog, *self.workers]
+        drains = [
+            *self.ours,
+            *self.bare,
+            *self.silent,
+            *self.throttling,
+            *self.backlog,
+            *self.workers,
+        ]
         return sum(drain.lost for drain in drains) + self.light_lost
 
     def percentile(self, pct: int) -> float:
@@ -186,6 +215,7 @@ def report(outcome: Outcome) -> None:
     o = outcome
     p50, p99 = o.percentile(50), o.percentile(99)
     silent = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(o.silent_met)}{silent_cpu(o)}"
+    throttling = f"target > −{TARGET_THROTTLING_DROP:.0f} %: {met(o.throttling_met)}"
     rows = [
         ("deliveries/s, worker", f"{best(o.ours).rate:,.0f}", runs(o.ours)),
         ("deliveries/s, bare", f"{best(o.bare).rate:,.0f}", runs(o.bare)),
@@ -199,6 +229,13 @@ def report(outcome: Outcome) -> None:
         ("+1 silent endpoint", f"{best(o.silent).rate:,.0f}", f"healthy: {runs(o.silent)}"),
         ("change", f"{o.silent_change:+.1f} %", silent),
         ("change, by round", *silent_by_round(o)),
+        (
+            "+1 throttling (429)",
+            f"{best(o.throttling).rate:,.0f}",
+            f"healthy: {runs(o.throttling)}",
+        ),
+        ("change", f"{o.throttling_change:+.1f} %", throttling),
+        ("change, by round", *throttling_by_round(o)),
         ("not recorded", f"{o.unrecorded:,}", unrecorded_note(o)),
     ]
     if o.backlog:
@@ -213,6 +250,8 @@ def report(outcome: Outcome) -> None:
     if o.backlog:
         target = f"target > −{TARGET_BACKLOG_DROP:.0f} %: {met(o.backlog_met)}"
         print(f"backlog {o.backlog_size} change {o.backlog_change:+.1f} %   ({target})")
+    target = f"target > −{TARGET_THROTTLING_DROP:.0f} %: {met(o.throttling_met)}"
+    print(f"throttling change {o.throttling_change:+.1f} %   ({target})")
     if o.workers:
         duplicates = sum(drain.duplicates for drain in o.workers)
         target = f"target ≥ one worker's, no duplicate: {met(o.workers_met)}"
@@ -237,6 +276,14 @@ def silent_by_round(outcome: Outcome) -> tuple[str, str]:
     changes = outcome.round_silent_changes
     median = statistics.median(changes) if changes else 0.0
     target = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(median > -TARGET_SILENT_DROP)}"
+    return by_round(changes, f"{target}; median of each round's with / without, %")
+
+
+def throttling_by_round(outcome: Outcome) -> tuple[str, str]:
+    """The median of each round's change beside the throttling endpoint, and each round's."""
+    changes = outcome.round_throttling_changes
+    median = statistics.median(changes) if changes else 0.0
+    target = f"target > −{TARGET_THROTTLING_DROP:.0f} %: {met(median > -TARGET_THROTTLING_DROP)}"
     return by_round(changes, f"{target}; median of each round's with / without, %")
 
 

@@ -1,8 +1,10 @@
 """The delivery benchmark's test bed: TLS, a database, the worker process, clubs and events.
 
 Two clubs with their webhooks module on: the busy one, with the healthy endpoints (receiver
-roles e0, e1, …) and the silent one, switched on only for the silent runs; the light one, with
-one endpoint, for latency at light load. Every endpoint is subscribed to every kind; events
+roles e0, e1, …) and two neighbours of theirs (``NEIGHBOURS``), the silent endpoint and the
+throttling one (429 to every other request), each switched on only for its own runs (the silent
+one is on from the start, as the burst benchmark has it); the light one, with one endpoint, for
+latency at light load. Every endpoint is subscribed to every kind; events
 carry sample data drawn from random generators seeded from ``SEED``.
 
 For the runs at scale, ``dead_endpoint`` adds a third club whose one endpoint points at a port
@@ -42,7 +44,7 @@ from clubwire.storage import database, migrate
 from clubwire.storage.models import Club, Endpoint
 from clubwire.storage.types import UTCDateTime
 from harness import HOST, START_TIMEOUT, STOP_TIMEOUT, BenchError, Process, free_ports, start
-from receiver import LIGHT, SILENT, Receiver
+from receiver import LIGHT, SILENT, THROTTLING, Receiver
 
 BUSY_CLUB, LIGHT_CLUB, DEAD_CLUB = "granite", "pebble", "basalt"
 KINDS = event_catalog.SUBSCRIBABLE
@@ -51,6 +53,7 @@ ATTEMPT_TIMEOUT = 2.0  # CLUBWIRE_ATTEMPT_TIMEOUT: silent attempts time out with
 SEED = 20260105
 HOLDER = "bench"  # the lease token the bench holds lanes under while workers start
 HOLD = timedelta(minutes=10)
+NEIGHBOURS = (SILENT, THROTTLING)  # the busy club's endpoints besides the healthy ones
 
 
 # -- TLS and databases ------------------------------------------------------------------------
@@ -176,9 +179,9 @@ def wait_started(process: Process, poll: float = 0.1) -> None:
 
 @dataclass(frozen=True)
 class Clubs:
-    busy_id: str  # the healthy endpoints e0, e1, … and the silent one
+    busy_id: str  # the healthy endpoints e0, e1, … and the neighbours
     light_id: str  # one endpoint, for latency at light load
-    silent_id: str  # the endpoint that never gets an answer (off until scenario 2)
+    neighbours: dict[str, str]  # role in NEIGHBOURS → endpoint id (each on for its own runs)
     signing_secrets: dict[str, str]  # healthy endpoint id → secret
     roles: dict[str, str]  # healthy endpoint id → receiver role
 
@@ -193,8 +196,12 @@ def seed(bed: Bed, receiver: Receiver, healthy: list[str]) -> Clubs:
             endpoint, secret = new_endpoint(session, bed, busy, receiver.url(role))
             signing_secrets[endpoint.id], roles[endpoint.id] = secret, role
         new_endpoint(session, bed, light, receiver.url(LIGHT))
-        silent, _ = new_endpoint(session, bed, busy, receiver.url(SILENT))
-        return Clubs(busy.id, light.id, silent.id, signing_secrets, roles)
+        neighbours = {
+            role: new_endpoint(session, bed, busy, receiver.url(role))[0].id for role in NEIGHBOURS
+        }
+        clubs_ = Clubs(busy.id, light.id, neighbours, signing_secrets, roles)
+    switch_neighbour(bed, clubs_, SILENT)
+    return clubs_
 
 
 def new_endpoint(session: Session, bed: Bed, club: Club, url: str) -> tuple[Endpoint, str]:
@@ -208,14 +215,16 @@ def new_club(session: Session, slug: str) -> Club:
     return club
 
 
-def switch_silent(bed: Bed, clubs_: Clubs, on: bool) -> None:
-    """Switch the silent endpoint on or off (its waiting deliveries are then skipped)."""
+def switch_neighbour(bed: Bed, clubs_: Clubs, on: str | None) -> None:
+    """Switch the neighbour of role ``on`` on and the others off (their waiting deliveries
+    are then skipped); None: all off."""
     now = timestamps.utc_now()
     with bed.sessions.begin() as session:
-        if on:
-            endpoints.enable_endpoint(session, clubs_.busy_id, clubs_.silent_id, now)
-        else:
-            endpoints.disable_endpoint(session, clubs_.busy_id, clubs_.silent_id, now)
+        for role, endpoint_id in clubs_.neighbours.items():
+            if role == on:
+                endpoints.enable_endpoint(session, clubs_.busy_id, endpoint_id, now)
+            else:
+                endpoints.disable_endpoint(session, clubs_.busy_id, endpoint_id, now)
 
 
 def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> None:

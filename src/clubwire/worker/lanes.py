@@ -362,18 +362,21 @@ class LanePolicy:
             self._wanting.setdefault(endpoint_id)
         return job
 
-    def attempted(self, endpoint_id: str, strained: bool, now: float) -> int:
-        """An attempt to the endpoint ended, and ``strained`` it or not (``Result.strains``):
-        the lane's width halves or grows by one (a runner over the width ends when it looks
-        for its next job), and at a width of one a strained lane pauses. How many runners to
-        start for the lane now (counted as running)."""
-        lane = self.lanes[endpoint_id]
-        if strained:
+    def attempted(self, result: Result, now: float) -> int:
+        """An attempt of the lane ended: one that strained its endpoint (``Result.strains``)
+        halves the lane's width (a runner over the width ends when it looks for its next
+        job), and at a width of one pauses the lane; a success widens it by one, up to
+        ``per_endpoint``; any other answer (the message's own failure) leaves it. Additive
+        increase, multiplicative decrease, as TCP's congestion window (ADR 0015). How many
+        runners to start for the lane now (counted as running)."""
+        lane = self.lanes[result.job.endpoint_id]
+        if result.strains:
             if lane.width == 1:
                 lane.next_start = max(lane.next_start, now + STRAINED_PAUSE)
             lane.width = max(1, lane.width // 2)
             return 0
-        lane.width = min(self.limits.per_endpoint, lane.width + 1)
+        if result.ok:
+            lane.width = min(self.limits.per_endpoint, lane.width + 1)
         return self._start(lane)
 
     def pace(self, endpoint_id: str, now: float) -> float:

@@ -134,7 +134,7 @@ class Worker:
                     self._wake.set()
                 result = await self._attempt(job)
                 if result is not None:
-                    for _ in range(self._lanes.attempted(endpoint_id, result.strains, loop.time())):
+                    for _ in range(self._lanes.attempted(result, loop.time())):
                         self._start_runner(endpoint_id)
                 if self._lanes.waiting:
                     self._wake.set()  # room in all may be what they wait for

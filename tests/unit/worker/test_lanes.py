@@ -99,7 +99,7 @@ class Simulation:
             result = _failed_now(job) if endpoint_id in self.failing else _succeeded(job)
             self.results.append(result)
             self.sent.append(job.delivery_id)
-            started = self.policy.attempted(endpoint_id, result.strains, self.clock)
+            started = self.policy.attempted(result, self.clock)
             self.runners += [endpoint_id] * started
 
     def flush(self) -> list[str]:
@@ -616,10 +616,31 @@ def test_a_lane_of_width_one_pauses_after_each_attempt_that_strains_it() -> None
     world.claim()
     world.attempt()  # one fails at a width of two: now one (the other runner ends)
     assert world.policy.pace("we_a", world.clock) == 0.0
-    world.policy.attempted("we_a", True, world.clock)
+    world.policy.attempted(_failed_now(_job("we_a")), world.clock)
     assert world.policy.pace("we_a", world.clock) == pytest.approx(lanes.STRAINED_PAUSE)
-    world.policy.attempted("we_a", False, world.clock + 1)
+    world.policy.attempted(_succeeded(_job("we_a")), world.clock + 1)
     assert world.policy.pace("we_a", world.clock + 1) == 0.0  # no pause after a success
+
+
+@pytest.mark.parametrize(("code", "width"), [(429, 2), (504, 2), (200, 5), (404, 4), (301, 4)])
+def test_a_lane_narrows_on_a_strain_widens_on_a_success_and_keeps_its_width_else(
+    code: int, width: int
+) -> None:
+    """Additive increase, multiplicative decrease (ADR 0015): a 404 or a redirect is the
+    message's own failure, and says nothing about how much the endpoint can take."""
+    world = Simulation(Limits(per_endpoint=8, rounds=2, depth=48, max_lanes=4, turn=999))
+    world.publish("we_a", 8)
+    world.claim()
+    world.policy.lanes["we_a"].width = 4
+    ok = 200 <= code < 300
+    verdict = Verdict(Status.SUCCEEDED if ok else Status.PENDING, None)
+    world.policy.attempted(Result(_job("we_a"), EPOCH, ok, code, None, 1, "", verdict), 0.0)
+    assert world.policy.lanes["we_a"].width == width
+
+
+def _job(endpoint_id: str) -> Job:
+    return Job("dlv_1", "org_a", endpoint_id, "ping", "https://x", "", b"{}",
+               Status.PENDING, 0, Trigger.SCHEDULED, EPOCH + LEASE)  # fmt: skip
 
 
 def test_a_timed_look_claims_for_every_held_lane_without_renewing_it() -> None:
