@@ -28,6 +28,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float
+    in_flight: int = 1  # requests the receiver was answering as this one arrived, itself included
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Receiver:
     hang: bool = False
     received: list[Received] = field(default_factory=list)
     arrived: threading.Condition = field(default_factory=threading.Condition)
+    in_flight: int = 0
 
     def wait_for(self, count: int, timeout: float = 20.0) -> list[Received]:
         """Block until ``count`` requests have arrived; fails the test after ``timeout``."""
@@ -51,13 +53,19 @@ class Receiver:
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
         with self.arrived:
-            self.received.append(Received(dict(request.headers), body, time.monotonic()))
+            self.in_flight += 1
+            received = Received(dict(request.headers), body, time.monotonic(), self.in_flight)
+            self.received.append(received)
             self.arrived.notify_all()
-        if self.hang:
-            await asyncio.sleep(3600)
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        return web.Response(status=self.status, text=f"answered {self.status}")
+        try:
+            if self.hang:
+                await asyncio.sleep(3600)
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            return web.Response(status=self.status, text=f"answered {self.status}")
+        finally:
+            with self.arrived:
+                self.in_flight -= 1
 
 
 def authority(folder: Path) -> Authority:
