@@ -360,4 +360,3 @@ def test_retry_after_max_defaults_to_12_hours_and_may_keep_to_the_schedule(
     assert Settings(_env_file=None).retry_after_max == 43200
     monkeypatch.setenv("CLUBWIRE_RETRY_AFTER_MAX", "0")
     assert Settings(_env_file=None).retry_after_max == 0
-

@@ -173,6 +173,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     if not delivering.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
     delivery.next_attempt_at = now
+    delivery.next_attempt_asked = False
     delivery.next_trigger = Trigger.MANUAL
     delivery.updated_at = now
     session.flush()
