@@ -192,6 +192,7 @@ def describe(delivery: Delivery) -> dict[str, object]:
         "attempt": delivery.attempt,
         "responseCode": delivery.response_code,
         "nextAttemptAt": timestamps.to_wire_or_none(delivery.next_attempt_at),
+        "nextAttemptAsked": delivery.next_attempt_asked,
         "createdAt": timestamps.to_wire(delivery.created_at),
     }
 
@@ -205,4 +206,5 @@ def describe_attempt(attempt: Attempt) -> dict[str, object]:
         "responseCode": attempt.response_code,
         "error": attempt.error,
         "excerpt": attempt.excerpt,
+        "retryAfter": attempt.retry_after,
     }
