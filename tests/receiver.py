@@ -1,8 +1,8 @@
 """A real HTTPS webhook receiver for tests: its own thread and event loop, and TLS from a
 local CA of the test's own (``clubwire.receiving``, as ``clubwire listen`` uses).
 
-Each test picks what it answers (``status``, ``delay``, or ``hang``) and reads back what
-arrived. Modelled on Svix's test receiver.
+Each test picks what it answers (``status`` and ``answer_headers``, ``delay``, or ``hang``)
+and reads back what arrived. Modelled on Svix's test receiver.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Receiver:
 
     url: str
     status: int = 200
+    answer_headers: list[tuple[str, str]] = field(default_factory=list)  # a name may repeat
     delay: float = 0.0
     hang: bool = False
     received: list[Received] = field(default_factory=list)
@@ -62,7 +63,11 @@ class Receiver:
                 await asyncio.sleep(3600)
             if self.delay:
                 await asyncio.sleep(self.delay)
-            return web.Response(status=self.status, text=f"answered {self.status}")
+            return web.Response(
+                status=self.status,
+                text=f"answered {self.status}",
+                headers=self.answer_headers,
+            )
         finally:
             with self.arrived:
                 self.in_flight -= 1

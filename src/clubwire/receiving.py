@@ -74,10 +74,12 @@ def _create(folder: Path) -> None:
 
 @dataclass(frozen=True)
 class Answer:
-    """What the receiver answers a verified delivery, and after how long."""
+    """What the receiver answers a verified delivery, after how long, and with which
+    ``Retry-After`` (none when None)."""
 
     status: int = 200
     delay: float = 0.0
+    retry_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,8 @@ class Receiver:
         self._report(
             Arrival(kind, delivery_id, body, answer.status, seconds, signed_at, None, signature)
         )
-        return web.Response(status=answer.status, text=f"answered {answer.status}")
+        headers = {} if answer.retry_after is None else {"Retry-After": answer.retry_after}
+        return web.Response(status=answer.status, text=f"answered {answer.status}", headers=headers)
 
 
 BODY_FILE = "body.json"

@@ -54,6 +54,9 @@ class Settings(BaseSettings):
 
     # Webhooks (DESIGN §6, §7)
     retry_schedule: Annotated[tuple[int, ...], NoDecode] = (60, 300, 1800, 7200, 43200)
+    # How far ahead of its answer a receiver's Retry-After may put the next attempt, seconds
+    # (a later ask is cut to it; 0 keeps to the schedule): the schedule's longest step.
+    retry_after_max: Annotated[int, Field(ge=0, le=30 * 24 * 3600)] = 43200
     attempt_timeout: Annotated[float, Field(gt=0, le=60)] = 10.0
     connect_timeout: Annotated[float, Field(gt=0, le=60)] = 5.0
     lease_seconds: Annotated[float, Field(gt=0)] = 60.0

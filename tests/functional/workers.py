@@ -3,7 +3,8 @@ done, and real ``clubwire worker`` processes, started as the operator would and 
 
 * In this process (with the ``hooks`` settings of ``worker/conftest.py``): ``add_endpoint``
   and ``publish_registrations`` to give the worker something to do, ``deliver_until`` to run
-  it, ``delivery_statuses`` to see where it got.
+  it, ``delivery_statuses`` to see where it got; ``attempt_once``, the worker's steps for one
+  delivery at a time that stands still: claim, attempt, record.
 * Worker processes (``python -m clubwire worker`` with ``CLUBWIRE_*`` variables):
   ``worker_environment``, ``PATIENT`` for runs of thousands of deliveries, ``Workers`` (each
   one's output in a file, every one stopped when the block ends) and ``count_settled``.
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -26,13 +28,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain.delivering import Result
 from clubwire.services import endpoints
-from clubwire.services.delivery import events
+from clubwire.services.delivery import attempts, claims, events, records
 from clubwire.settings import Settings
 from clubwire.storage.models import Club, Delivery
+from clubwire.storage.queue import Want
 from clubwire.worker import running
 from tests.conftest import SECRET_KEY
-from tests.factories import EPOCH, make_club, registration
+from tests.factories import EPOCH, FakeClock, make_club, registration
 
 READY = "clubwire worker: delivering webhooks"
 POLL = 0.02
@@ -79,6 +83,24 @@ def deliver_until(
             raise AssertionError("the worker did not get there in time")
 
     asyncio.run(run())
+
+
+def attempt_once(sessions: sessionmaker[Session], hooks: Settings, now: datetime) -> Result:
+    """The one delivery due at ``now`` claimed, attempted and recorded as the worker does, by
+    a clock that stands at ``now``; its result."""
+    lease = now + timedelta(seconds=hooks.lease_seconds)
+    with sessions.begin() as session:
+        (lane,) = claims.take_lanes(session, now, lease, "wkr_once", 1)
+        (job,), _ = claims.claim(session, now, "wkr_once", {lane.endpoint_id: Want(lane, 1, lease)})
+
+    async def attempt() -> Result:
+        async with attempts.attempter(hooks, FakeClock(now)) as sends:
+            return await sends.attempt(job)
+
+    result = asyncio.run(attempt())
+    with sessions.begin() as session:
+        records.record(session, [result], now)
+    return result
 
 
 def delivery_statuses(sessions: sessionmaker[Session]) -> list[tuple[str, int]]:

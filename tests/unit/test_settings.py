@@ -337,12 +337,26 @@ def test_api_rate_limits_default_on_and_may_be_turned_off(monkeypatch: pytest.Mo
         Settings(_env_file=None)
 
 
-@pytest.mark.parametrize("value", ["-1", "1000001", "lots"])
-def test_a_club_rate_limit_out_of_range_is_refused_at_start(
-    monkeypatch: pytest.MonkeyPatch, value: str
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        *(("CLUBWIRE_API_CLUB_RATE_LIMIT", value) for value in ("-1", "1000001", "lots")),
+        *(("CLUBWIRE_RETRY_AFTER_MAX", value) for value in ("-1", "2592001", "12h", "1.5")),
+    ],
+)
+def test_a_number_out_of_range_is_refused_at_start_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
 ) -> None:
     monkeypatch.setenv("CLUBWIRE_SECRET_KEY", SECRET)
-    monkeypatch.setenv("CLUBWIRE_API_CLUB_RATE_LIMIT", value)
+    monkeypatch.setenv(variable, value)
     with pytest.raises(errors.ConfigurationError) as raised:
         load_settings()
-    assert raised.value.detail.startswith("CLUBWIRE_API_CLUB_RATE_LIMIT: ")
+    assert raised.value.detail.startswith(f"{variable}: ")
+
+
+def test_retry_after_max_defaults_to_12_hours_and_may_keep_to_the_schedule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings(_env_file=None).retry_after_max == 43200
+    monkeypatch.setenv("CLUBWIRE_RETRY_AFTER_MAX", "0")
+    assert Settings(_env_file=None).retry_after_max == 0

@@ -14,7 +14,7 @@ from clubwire.cli.base import (
     settings,
     transaction,
 )
-from clubwire.domain import replay_window, timestamps
+from clubwire.domain import delivering, replay_window, timestamps
 from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.services.delivery import deliveries, replays
@@ -80,6 +80,7 @@ def delivery_show(delivery_id: str, as_json: bool) -> None:
         return
     for label, key in SHOWN:
         click.echo(f"{label:<13}{cell(record[key])}")
+    click.echo(f"{'Next attempt':<13}{_next_attempt(record)}")
     click.echo()
     print_table([_attempt_row(attempt) for attempt in attempts], ATTEMPT_COLUMNS)
 
@@ -91,10 +92,15 @@ SHOWN = [
     ("Endpoint", "endpointId"),
     ("Status", "status"),
     ("Attempts", "attempt"),
-    ("Next attempt", "nextAttemptAt"),
 ]
-ATTEMPT_COLUMNS = ["#", "TRIGGER", "STARTED", "MS", "CODE", "ERROR", "ANSWER"]
+ATTEMPT_COLUMNS = ["#", "TRIGGER", "STARTED", "MS", "CODE", "ERROR", "RETRY-AFTER", "ANSWER"]
 ANSWER_WIDTH = 60
+
+
+def _next_attempt(record: dict[str, object]) -> str:
+    """When the next attempt is due, and why when the receiver asked for that time."""
+    due = cell(record["nextAttemptAt"])
+    return f"{delivering.ASKED} {due}" if record["nextAttemptAsked"] else due
 
 
 def _attempt_row(attempt: dict[str, object]) -> list[str]:
@@ -105,6 +111,7 @@ def _attempt_row(attempt: dict[str, object]) -> list[str]:
         cell(attempt["durationMs"]),
         cell(attempt["responseCode"]),
         cell(attempt["error"]),
+        cell(one_line(str(attempt["retryAfter"] or ""), ANSWER_WIDTH)),
         cell(one_line(str(attempt["excerpt"] or ""), ANSWER_WIDTH)),
     ]
 

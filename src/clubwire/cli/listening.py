@@ -6,6 +6,7 @@ import asyncio
 import shlex
 import signal
 import socket
+import string
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,19 @@ from clubwire.domain import text, webhook_secrets
 from clubwire.settings import Settings, load_settings
 
 PATH = "/webhooks"
+
+
+class HeaderValue(click.ParamType[str, str]):
+    """A header's value as the receiver sends it, whatever it says: visible ASCII, spaces and
+    tabs. Anything else is refused (a line break would end the header and start another)."""
+
+    name = "header value"
+    allowed = frozenset(string.printable) - frozenset("\n\r\x0b\x0c")
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not all(char in self.allowed for char in value):
+            self.fail("must be visible ASCII characters and spaces, on one line", param, ctx)
+        return value
 
 
 @cli.command()
@@ -50,13 +64,22 @@ PATH = "/webhooks"
     type=click.IntRange(200, 599),
     help="What to answer deliveries that verify (the others get 400).",
 )
-def listen(port: int, host: str, secret: str, status: int) -> None:
+@click.option(
+    "--retry-after",
+    default=None,
+    metavar="VALUE",
+    type=HeaderValue(),
+    help="Send 'Retry-After: VALUE' with that answer: seconds (120) or an HTTP-date "
+    "(Sun, 06 Nov 1994 08:49:37 GMT), or anything else, to see what clubwire makes of it.",
+)
+def listen(port: int, host: str, secret: str, status: int, retry_after: str | None) -> None:
     """Receive webhooks over local HTTPS: verify, print, and answer each delivery."""
     secret = _secret(secret)
     tls = receiving.authority(_home() / receiving.TLS_FOLDER)
     listening = receiving.bind(host, port)
-    receiver = receiving.Receiver(secret, _show, lambda: receiving.Answer(status))
-    _introduce(receiving.url_of(listening, PATH), tls, status)
+    answer = receiving.Answer(status, retry_after=retry_after)
+    receiver = receiving.Receiver(secret, _show, lambda: answer)
+    _introduce(receiving.url_of(listening, PATH), tls, answer)
     asyncio.run(_listen(receiver, tls, listening))
     click.echo("clubwire listen: stopped.", err=True)
 
@@ -85,10 +108,13 @@ def _read_secret() -> str:
     return sys.stdin.readline()
 
 
-def _introduce(url: str, tls: receiving.Authority, status: int) -> None:
+def _introduce(url: str, tls: receiving.Authority, answer: receiving.Answer) -> None:
     bundle = shlex.quote(str(tls.bundle.resolve()))
+    answering = f"{answer.status}"
+    if answer.retry_after is not None:
+        answering += f" with Retry-After: {answer.retry_after}"
     click.echo(
-        f"clubwire listen: receiving webhooks at {url} (any path); answering {status} to "
+        f"clubwire listen: receiving webhooks at {url} (any path); answering {answering} to "
         "deliveries whose signature verifies, 400 to the others.\n\n"
         "Register that URL as an endpoint, and deliver to it, with these settings (the worker, "
         "or `clubwire serve`\non SQLite, trusts this receiver's certificate by the first; the "

@@ -21,6 +21,12 @@ SPREAD = 0.1  # a retry comes due at most this share of its step after the step
 GONE = 410  # the receiver wants no more webhooks: the endpoint is switched off at once
 TOO_MANY_REQUESTS = 429
 SERVER_ERROR = 500  # and above
+# The answers whose Retry-After is heeded (DESIGN §6, "Receivers steer"): 429 Too Many
+# Requests and 503 Service Unavailable, which RFC 6585 and RFC 9110 give one, and a gateway's
+# 502 Bad Gateway and 504 Gateway Timeout when they carry one.
+ASKING_TO_WAIT = frozenset({TOO_MANY_REQUESTS, 502, 503, 504})
+# Why a next attempt is when it is, when the receiver chose it: before its time, for people.
+ASKED = "the receiver asked to wait until"
 
 
 class Status(StrEnum):
@@ -76,6 +82,7 @@ class Verdict:
     became_dead: bool = False
     counts_as_success: bool = False
     gone: bool = False  # the receiver answered 410 Gone: switch the endpoint off
+    asked: bool = False  # next_attempt_at is when the receiver asked (Retry-After), not the step
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +108,8 @@ class Job:
 @dataclass(frozen=True, slots=True)
 class Result:
     """What one attempt of a job gave, and where it moves the delivery (``verdict``, judged
-    once, when the attempt ends); ``error`` and ``excerpt`` already safe to store and show
+    once, when the attempt ends); ``error``, ``excerpt`` and the receiver's ``retry_after``
+    (its ``Retry-After`` as given, None without one) already safe to store and show
     (``services.delivery.outbound`` cuts and cleans them where they enter)."""
 
     job: Job
@@ -112,6 +120,7 @@ class Result:
     duration_ms: int
     excerpt: str
     verdict: Verdict
+    retry_after: str | None = None
 
     @property
     def strains(self) -> bool:
@@ -129,6 +138,7 @@ def judge(
     draw: float,
     *,
     code: int | None = None,
+    asked: datetime | None = None,
 ) -> Verdict:
     """Where an attempt of ``job`` that was ``ok`` or not (answered ``code``, if it was
     answered), ending ``now``, moves its delivery.
@@ -138,6 +148,12 @@ def judge(
     together. A Send test never moves the dead-in-a-row count; a manual attempt on a finished
     delivery leaves it as it was when it fails. ``410 Gone`` kills a pending delivery at once
     and, but for a Send test, says to switch its endpoint off (``Verdict.gone``).
+
+    ``asked`` is when the receiver's ``Retry-After`` asked the next attempt to wait until
+    (``domain.retry_after``, already capped): heeded on the answers of ``ASKING_TO_WAIT``,
+    and only to push the retry later than its step (``Verdict.asked``), never sooner. The
+    attempt still counts as one of the schedule's: a failed last attempt is dead whatever
+    the receiver asked.
     """
     gone = code == GONE
     if job.trigger is Trigger.TEST:
@@ -149,7 +165,10 @@ def judge(
     delay = None if gone else schedule.delay_after(job.attempts_made + 1, draw)
     if delay is None:
         return Verdict(Status.DEAD, None, became_dead=True, gone=gone)
-    return Verdict(Status.PENDING, now + delay)
+    due = now + delay
+    if asked is not None and code in ASKING_TO_WAIT and asked > due:
+        return Verdict(Status.PENDING, asked, asked=True)
+    return Verdict(Status.PENDING, due)
 
 
 def outcome(verdict: Verdict, ok: bool) -> Outcome:

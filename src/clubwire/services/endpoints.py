@@ -143,7 +143,9 @@ def enable_endpoint(
         session,
         update(Delivery)
         .where(Delivery.endpoint_id == endpoint.id, Delivery.status == Status.SKIPPED)
-        .values(status=Status.PENDING, next_attempt_at=now, updated_at=now)
+        .values(
+            status=Status.PENDING, next_attempt_at=now, next_attempt_asked=False, updated_at=now
+        )
         .execution_options(synchronize_session=False),
     ).rowcount
     if resent:
@@ -186,7 +188,9 @@ def skip_waiting(session: Session, which: object, now: datetime) -> int:
     skipped = session.scalars(
         update(Delivery)
         .where(which, Delivery.status == Status.PENDING)  # type: ignore[arg-type]
-        .values(status=Status.SKIPPED, next_attempt_at=None, updated_at=now)
+        .values(
+            status=Status.SKIPPED, next_attempt_at=None, next_attempt_asked=False, updated_at=now
+        )
         .returning(Delivery.endpoint_id),
         execution_options={"synchronize_session": False},
     ).all()

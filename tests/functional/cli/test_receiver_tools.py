@@ -10,6 +10,9 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -90,24 +93,75 @@ def test_listen_verifies_and_prints_a_delivery_from_a_real_worker(
         _stopped(listener)
 
 
+@contextmanager
+def _delivering_to_listen(
+    run: Invoke,
+    monkeypatch: pytest.MonkeyPatch,
+    database_url: str,
+    tmp_path: Path,
+    *answer: str,
+) -> Iterator[Clubwire]:
+    """``clubwire listen`` answering as ``answer`` says, with granite's ``member.updated``
+    endpoint at it and one such event published, and a worker delivering it (the schedule's
+    steps 0 seconds) until the block ends; then the listener is stopped."""
+    port = free_port()
+    secret = _endpoint(run, monkeypatch, f"https://127.0.0.1:{port}/", "member.updated")
+    home = tmp_path / "home"
+    env = environment(home, CLUBWIRE_LISTEN_SECRET=secret)
+    with clubwire(tmp_path, env, "listen", "--port", str(port), *answer) as listener:
+        printed = listener.until(lambda out: READY in out, "instructions")
+        ok(run("trigger", "granite", "member.updated"))
+        worker = _worker_environment(printed, home, database_url, CLUBWIRE_RETRY_SCHEDULE="0,0")
+        with clubwire(tmp_path, worker, "worker"):
+            yield listener
+        _stopped(listener)
+
+
 @pytest.mark.slow
 @SQLITE_ONLY
 def test_listen_answers_the_status_asked_for_and_the_delivery_is_retried(
     run: Invoke, monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path
 ) -> None:
-    port = free_port()
-    secret = _endpoint(run, monkeypatch, f"https://127.0.0.1:{port}/", "member.updated")
-    home = tmp_path / "home"
-    env = environment(home, CLUBWIRE_LISTEN_SECRET=secret)
-    with clubwire(tmp_path, env, "listen", "--port", str(port), "--status", "500") as listener:
-        printed = listener.until(lambda out: READY in out, "instructions")
-        ok(run("trigger", "granite", "member.updated"))
-        worker = _worker_environment(printed, home, database_url, CLUBWIRE_RETRY_SCHEDULE="0,0")
-        with clubwire(tmp_path, worker, "worker"):
-            _verified(listener, "verified (500)", count=3)
-            delivery = _once_dead(run)
-        _stopped(listener)
+    answer = ("--status", "500")
+    with _delivering_to_listen(run, monkeypatch, database_url, tmp_path, *answer) as listener:
+        _verified(listener, "verified (500)", count=3)
+        delivery = _once_dead(run)
     assert (delivery["attempt"], delivery["responseCode"]) == (3, 500)
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_listen_asks_to_wait_and_the_next_attempt_waits_as_asked(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path
+) -> None:
+    answer = ("--status", "503", "--retry-after", "120")
+    with _delivering_to_listen(run, monkeypatch, database_url, tmp_path, *answer) as listener:
+        assert "answering 503 with Retry-After: 120 to deliveries" in listener.out
+        _verified(listener, "verified (503)")
+        delivery = _once_attempted(run)
+    shown = json.loads(ok(run("delivery", "show", str(delivery["id"]), "--json")).out)
+    (attempt,) = shown["attempts"]
+    assert (attempt["responseCode"], attempt["retryAfter"]) == (503, "120")
+    assert shown["nextAttemptAsked"] is True
+    waited = _time(shown["nextAttemptAt"]) - _time(attempt["startedAt"])
+    assert timedelta(seconds=120) <= waited < timedelta(seconds=180)
+    said = ok(run("delivery", "show", str(delivery["id"]))).out
+    assert f"Next attempt the receiver asked to wait until {shown['nextAttemptAt']}" in said
+
+
+def _once_attempted(run: Invoke, timeout: float = 20) -> dict[str, object]:
+    """The club's one delivery, once the worker has recorded an attempt of it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        (delivery,) = json.loads(ok(run("delivery", "list", "granite", "--json")).out)
+        if delivery["attempt"] or time.monotonic() > deadline:
+            assert delivery["attempt"] == 1
+            return delivery  # type: ignore[no-any-return]
+        time.sleep(0.05)
+
+
+def _time(wire: str) -> datetime:
+    return datetime.fromisoformat(wire)
 
 
 @pytest.mark.slow
@@ -152,6 +206,10 @@ def test_trigger_publishes_the_catalog_sample(run: Invoke, monkeypatch: pytest.M
         (("trigger", "nowhere", "game.updated"), 1, "no club 'nowhere'"),
         (("listen", "--secret", "not-a-secret"), 1, "--secret is the endpoint's signing secret"),
         (("listen",), 2, "Missing option '--secret'"),
+        *(
+            (("listen", "--secret", "whsec_x", "--retry-after", value), 2, "'--retry-after'")
+            for value in ("120\r\nX-Other: 1", "120\n", "١٢٠", "120\x07")
+        ),
     ],
 )
 @SQLITE_ONLY

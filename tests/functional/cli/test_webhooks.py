@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
-from clubwire.domain import event_catalog
-from tests.factories import registration
+from clubwire.domain import event_catalog, timestamps
+from clubwire.settings import Settings
+from tests.factories import receiver_settings, registration
 from tests.functional.cli_runner import Invoke, Result, ok, one_line_error
+from tests.functional.workers import attempt_once
 from tests.receiver import Authority, Receiver, serving
 
 
@@ -194,8 +198,30 @@ def test_delivery_show_lists_every_attempt(run: Invoke, club: str, tls: Authorit
     assert attempt["startedAt"] == tested["startedAt"]
     table = ok(run("delivery", "show", delivery_id)).out
     assert f"Delivery     {delivery_id}" in table
-    assert re.search(r"^1\s+test\s+\S+Z\s+\d+\s+500\s+-\s+answered 500$", table, re.MULTILINE)
+    assert re.search(r"^1\s+test\s+\S+Z\s+\d+\s+500\s+-\s+-\s+answered 500$", table, re.M)
     assert "no delivery" in one_line_error(run("delivery", "show", "dlv_nope"))
+
+
+def test_delivery_show_says_when_the_receiver_asked_to_wait(
+    run: Invoke, club: str, tls: Authority, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    hooks = receiver_settings(settings, ca_bundle=tls.bundle)
+    asking = [("Retry-After", "3600")]
+    with serving(tls, status=503, answer_headers=asking) as failing:
+        _create(run, failing.url)
+        ok(run("trigger", club, "registration.created"))
+        now = timestamps.utc_now() + timedelta(seconds=1)
+        attempt_once(sessions, hooks, now)
+    (listed,) = json.loads(ok(run("delivery", "list", club, "--json")).out)
+    shown = json.loads(ok(run("delivery", "show", listed["id"], "--json")).out)
+    asked = timestamps.to_wire(now + timedelta(hours=1))
+    assert (shown["nextAttemptAt"], shown["nextAttemptAsked"]) == (asked, True)
+    assert listed["nextAttemptAsked"] is True
+    [attempt] = shown["attempts"]
+    assert (attempt["responseCode"], attempt["retryAfter"]) == (503, "3600")
+    table = ok(run("delivery", "show", listed["id"])).out
+    assert f"Next attempt the receiver asked to wait until {asked}\n" in table
+    assert re.search(r"^1\s+scheduled\s+\S+Z\s+\d+\s+503\s+-\s+3600\s+answered 503$", table, re.M)
 
 
 def test_event_publish_and_delivery_list_and_retry(

@@ -69,6 +69,25 @@ def test_failures_are_retried_then_dead(
         assert (endpoint.dead_in_a_row, endpoint.last_response_code) == (1, 503)
 
 
+def test_a_retry_after_puts_the_next_attempt_off_as_asked(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    """The schedule's steps are 0 here: without the receiver's ask the worker would try again
+    at once."""
+    with serving(tls, status=503, answer_headers=[("Retry-After", "120")]) as asking:
+        add_endpoint(sessions, hooks, asking.url)
+        publish_registrations(sessions)
+        deliver_until(hooks, sessions, lambda: delivery_statuses(sessions) == [("pending", 1)])
+        assert len(asking.received) == 1
+    with sessions() as session:
+        delivery = session.scalars(select(Delivery)).one()
+        attempt = session.scalars(select(Attempt)).one()
+    assert (delivery.next_attempt_asked, attempt.retry_after) == (True, "120")
+    assert delivery.next_attempt_at is not None
+    waited = delivery.next_attempt_at - attempt.started_at
+    assert timedelta(seconds=120) <= waited < timedelta(seconds=120 + hooks.attempt_timeout + 1)
+
+
 def test_a_redirect_is_a_failure_and_never_followed(
     sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import dataclasses
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -37,3 +38,55 @@ def test_410_on_a_manual_attempt_of_a_finished_delivery_keeps_it_and_switches_of
 def test_410_to_a_send_test_switches_nothing_off() -> None:
     verdict = judge(_job(trigger=Trigger.TEST), False, EPOCH, SCHEDULE, 0, code=410)
     assert verdict == Verdict(Status.DEAD, None)
+
+
+# -- Retry-After (``asked``: when the receiver asked, already read and capped) -------------
+
+STEP = EPOCH + timedelta(seconds=60)  # the first retry's step, drawn at its earliest
+LATER = EPOCH + timedelta(hours=1)
+
+
+@pytest.mark.parametrize("code", [429, 502, 503, 504])
+def test_a_later_ask_on_an_answer_asking_to_wait_moves_the_retry_to_it(code: int) -> None:
+    verdict = judge(_job(), False, EPOCH, SCHEDULE, 0, code=code, asked=LATER)
+    assert verdict == Verdict(Status.PENDING, LATER, asked=True)
+
+
+@pytest.mark.parametrize("code", [None, 400, 404, 408, 500, 501, 505, 302])
+def test_other_answers_keep_to_the_schedule_whatever_they_ask(code: int | None) -> None:
+    verdict = judge(_job(), False, EPOCH, SCHEDULE, 0, code=code, asked=LATER)
+    assert verdict == Verdict(Status.PENDING, STEP)
+
+
+@pytest.mark.parametrize("asked", [EPOCH, EPOCH + timedelta(seconds=30), STEP])
+def test_an_ask_no_later_than_the_step_never_brings_the_retry_forward(asked: datetime) -> None:
+    verdict = judge(_job(), False, EPOCH, SCHEDULE, 0, code=503, asked=asked)
+    assert verdict == Verdict(Status.PENDING, STEP)
+
+
+def test_an_ask_within_the_steps_spread_wins_only_over_an_earlier_draw() -> None:
+    asked = EPOCH + timedelta(seconds=63)  # the step is 60 to 66 seconds
+    early = judge(_job(), False, EPOCH, SCHEDULE, 0, code=429, asked=asked)
+    late = judge(_job(), False, EPOCH, SCHEDULE, 0.9, code=429, asked=asked)
+    assert early == Verdict(Status.PENDING, asked, asked=True)
+    assert late == Verdict(Status.PENDING, EPOCH + timedelta(seconds=65.4))
+
+
+def test_the_last_attempt_is_dead_whatever_the_receiver_asked() -> None:
+    last = dataclasses.replace(_job(), attempts_made=len(SCHEDULE.delays))
+    verdict = judge(last, False, EPOCH, SCHEDULE, 0, code=503, asked=LATER)
+    assert verdict == Verdict(Status.DEAD, None, became_dead=True)
+
+
+def test_a_send_test_and_a_manual_attempt_of_a_finished_delivery_ask_nothing() -> None:
+    ping = judge(_job(trigger=Trigger.TEST), False, EPOCH, SCHEDULE, 0, code=503, asked=LATER)
+    assert ping == Verdict(Status.DEAD, None)
+    finished = _job(Status.DEAD, Trigger.MANUAL)
+    assert judge(finished, False, EPOCH, SCHEDULE, 0, code=503, asked=LATER) == Verdict(
+        Status.DEAD, None
+    )
+
+
+def test_success_ignores_an_ask() -> None:
+    verdict = judge(_job(), True, EPOCH, SCHEDULE, 0, code=200, asked=LATER)
+    assert verdict == Verdict(Status.SUCCEEDED, None, counts_as_success=True)

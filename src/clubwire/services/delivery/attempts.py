@@ -8,10 +8,10 @@ import functools
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from clubwire import logs, signing
-from clubwire.domain import delivering, event_catalog, standard_signing, timestamps
+from clubwire.domain import delivering, event_catalog, retry_after, standard_signing, timestamps
 from clubwire.domain.delivering import Job, Result, RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.delivery.outbound import Sender
@@ -39,7 +39,8 @@ def headers(job: Job, secret: str, timestamp: int) -> dict[str, str]:
 
 class Attempter:
     """Sends jobs; opened secrets are kept in memory by their sealed form (a rotation changes
-    the sealed form, so the new secret is used from the next attempt on)."""
+    the sealed form, so the new secret is used from the next attempt on). A receiver's
+    ``Retry-After`` may put a retry off by at most ``most_asked`` from the attempt's end."""
 
     def __init__(
         self,
@@ -48,12 +49,14 @@ class Attempter:
         clock: Callable[[], datetime],
         schedule: RetrySchedule,
         metrics: Metrics,
+        most_asked: timedelta,
     ) -> None:
         self._sender = sender
         self._clock = clock
         self._open = functools.lru_cache(maxsize=4096)(sealer.open)
         self._schedule = schedule
         self._metrics = metrics
+        self._most_asked = most_asked
 
     async def attempt(self, job: Job) -> Result:
         started = self._clock()
@@ -61,8 +64,15 @@ class Attempter:
         answer = await self._sender.post(
             job.url, job.body, headers(job, secret, int(started.timestamp()))
         )
+        ended = self._clock()
         verdict = delivering.judge(
-            job, answer.ok, self._clock(), self._schedule, random.random(), code=answer.status
+            job,
+            answer.ok,
+            ended,
+            self._schedule,
+            random.random(),
+            code=answer.status,
+            asked=retry_after.asked(answer.retry_after, ended, self._most_asked),
         )
         result = Result(
             job=job,
@@ -73,6 +83,7 @@ class Attempter:
             duration_ms=answer.duration_ms,
             excerpt=answer.excerpt,
             verdict=verdict,
+            retry_after=answer.retry_after,
         )
         self._tell(result)
         return result
@@ -115,4 +126,5 @@ async def attempter(
             clock,
             RetrySchedule(settings.retry_schedule),
             metrics or Metrics(),
+            timedelta(seconds=settings.retry_after_max),
         )

@@ -173,6 +173,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     if not delivering.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
     delivery.next_attempt_at = now
+    delivery.next_attempt_asked = False
     delivery.next_trigger = Trigger.MANUAL
     delivery.updated_at = now
     session.flush()
@@ -191,6 +192,7 @@ def describe(delivery: Delivery) -> dict[str, object]:
         "attempt": delivery.attempt,
         "responseCode": delivery.response_code,
         "nextAttemptAt": timestamps.to_wire_or_none(delivery.next_attempt_at),
+        "nextAttemptAsked": delivery.next_attempt_asked,
         "createdAt": timestamps.to_wire(delivery.created_at),
     }
 
@@ -204,4 +206,5 @@ def describe_attempt(attempt: Attempt) -> dict[str, object]:
         "responseCode": attempt.response_code,
         "error": attempt.error,
         "excerpt": attempt.excerpt,
+        "retryAfter": attempt.retry_after,
     }

@@ -95,15 +95,18 @@ class PublicResolver(AbstractResolver):
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What the receiver answered to one post: its status code, or ``error`` when there was no
-    answer to take (refused, timed out, blocked, no TLS). ``error`` and ``excerpt`` are safe to
-    store (valid Unicode, control characters escaped, cut to their columns' sizes,
-    ``records.ERROR_LIMIT`` and ``records.EXCERPT_LIMIT``); HTML-escape them where they are
-    shown."""
+    answer to take (refused, timed out, blocked, no TLS), and its ``Retry-After`` as given
+    (None without one; several are joined with commas, as HTTP joins a field's lines).
+    ``error``, ``excerpt`` and ``retry_after`` are safe to store (valid Unicode, control
+    characters escaped, cut to their columns' sizes, ``records.ERROR_LIMIT``,
+    ``records.EXCERPT_LIMIT`` and ``records.RETRY_AFTER_LIMIT``); HTML-escape them where they
+    are shown."""
 
     status: int | None
     error: str | None
     duration_ms: int
     excerpt: str = ""
+    retry_after: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -202,6 +205,7 @@ class Sender:
             url, data=body, headers=_request_headers(headers), allow_redirects=False
         ) as response:
             attempt.status = response.status
+            attempt.retry_after = _retry_after(response)
             await _read_capped(response, attempt.body)
             attempt.error = _redirect_error(response)
 
@@ -223,6 +227,7 @@ def tls_context(settings: Settings) -> ssl.SSLContext:
 class _Attempt:
     status: int | None = None
     error: str | None = None
+    retry_after: str | None = None
     body: bytearray = field(default_factory=bytearray)
 
     def answer(self, started: float) -> Answer:
@@ -230,7 +235,7 @@ class _Attempt:
         (and cut to their column), once for the whole pipeline."""
         duration_ms = round((time.monotonic() - started) * 1000)
         error = None if self.error is None else text.cleaned(self.error, records.ERROR_LIMIT)
-        return Answer(self.status, error, duration_ms, excerpt(self.body))
+        return Answer(self.status, error, duration_ms, excerpt(self.body), self.retry_after)
 
 
 def excerpt(body: bytes | bytearray) -> str:
@@ -257,6 +262,14 @@ async def _read_capped(response: aiohttp.ClientResponse, into: bytearray) -> Non
         into += chunk
     if not content.at_eof():
         response.close()
+
+
+def _retry_after(response: aiohttp.ClientResponse) -> str | None:
+    """The answer's ``Retry-After``, every one of them, as given and made safe to store."""
+    given = response.headers.getall("Retry-After", [])
+    if not given:
+        return None
+    return text.cleaned(", ".join(given), records.RETRY_AFTER_LIMIT)
 
 
 def _redirect_error(response: aiohttp.ClientResponse) -> str | None:

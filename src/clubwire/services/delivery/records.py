@@ -32,6 +32,7 @@ log = logging.getLogger("clubwire.services.records")
 # answer to these where it enters, so no answer is too long for its column.
 ERROR_LIMIT = 200  # the size of attempts.error (String(200) in storage.models)
 EXCERPT_LIMIT = 1000  # characters of the answer's body (attempts.excerpt is Text)
+RETRY_AFTER_LIMIT = 100  # the size of attempts.retry_after (String(100))
 UNRECORDABLE = "could not record the receiver's answer"
 
 
@@ -106,7 +107,13 @@ def _stand_in(result: Result, schedule: RetrySchedule, now: datetime) -> Result:
     error and nothing of what the receiver said, moved on by the schedule as failures are."""
     verdict = delivering.judge(result.job, False, now, schedule, random.random())
     return dataclasses.replace(
-        result, ok=False, response_code=None, error=UNRECORDABLE, excerpt="", verdict=verdict
+        result,
+        ok=False,
+        response_code=None,
+        error=UNRECORDABLE,
+        excerpt="",
+        retry_after=None,
+        verdict=verdict,
     )
 
 

@@ -51,7 +51,12 @@ def replay(
         session,
         update(Delivery)
         .where(Delivery.id.in_(select(locked.c.id)), *_still(window))
-        .values(next_attempt_at=now, next_trigger=Trigger.MANUAL, updated_at=now)
+        .values(
+            next_attempt_at=now,
+            next_attempt_asked=False,
+            next_trigger=Trigger.MANUAL,
+            updated_at=now,
+        )
         .execution_options(synchronize_session=False),
     )
     count = brought.rowcount

@@ -66,13 +66,14 @@ _BATCH = "deliveries.id = ANY(string_to_array(:ids, ' '))"
 _RESULTS = """json_to_recordset(CAST(:results AS JSON)) AS m (
         id VARCHAR, number INTEGER, trigger VARCHAR, started_at TIMESTAMPTZ,
         duration_ms INTEGER, response_code INTEGER, error VARCHAR, excerpt TEXT,
-        was VARCHAR, status VARCHAR, next_attempt_at TIMESTAMPTZ)"""
+        retry_after VARCHAR, was VARCHAR, status VARCHAR, next_attempt_at TIMESTAMPTZ,
+        asked BOOLEAN)"""
 _INSERT_ATTEMPTS = text(
     f"""
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
-        response_code, error, excerpt)
+        response_code, error, excerpt, retry_after)
     SELECT m.id, m.number, m.trigger, m.started_at, m.duration_ms, m.response_code, m.error,
-        m.excerpt
+        m.excerpt, m.retry_after
     FROM {_RESULTS}
     WHERE m.id IN (SELECT id FROM deliveries WHERE {_BATCH})
     """  # noqa: S608 (constants of ours, not input)

@@ -22,7 +22,8 @@ NOW = bindparam("now", type_=UTCDateTime())
 # the guard that the delivery is still as its job read it.
 MOVED = f"""
     status = m.status, attempt = m.number, next_attempt_at = m.next_attempt_at,
-    next_trigger = '{Trigger.SCHEDULED}', response_code = m.response_code, updated_at = :now
+    next_attempt_asked = m.asked, next_trigger = '{Trigger.SCHEDULED}',
+    response_code = m.response_code, updated_at = :now
 """
 STILL_AS_READ = (
     "deliveries.id = m.id AND deliveries.attempt = m.number - 1 AND deliveries.status = m.was"
@@ -44,9 +45,11 @@ def batch(results: Sequence[Result], dialect: Dialect) -> str:
                 "response_code": result.response_code,
                 "error": result.error,
                 "excerpt": result.excerpt,
+                "retry_after": result.retry_after,
                 "was": str(result.job.status),
                 "status": str(result.verdict.status),
                 "next_attempt_at": stored(result.verdict.next_attempt_at),
+                "asked": result.verdict.asked,
             }
             for result in results
         ]

@@ -70,16 +70,19 @@ _RESULTS = """m AS (
             json_extract(value, '$.response_code') AS response_code,
             json_extract(value, '$.error') AS error,
             json_extract(value, '$.excerpt') AS excerpt,
+            json_extract(value, '$.retry_after') AS retry_after,
             json_extract(value, '$.was') AS was,
             json_extract(value, '$.status') AS status,
-            json_extract(value, '$.next_attempt_at') AS next_attempt_at
+            json_extract(value, '$.next_attempt_at') AS next_attempt_at,
+            json_extract(value, '$.asked') AS asked
         FROM json_each(:results))"""
 _INSERT_ATTEMPTS = text(
     f"""
     WITH {_RESULTS}
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
-        response_code, error, excerpt)
-    SELECT id, number, trigger, started_at, duration_ms, response_code, error, excerpt
+        response_code, error, excerpt, retry_after)
+    SELECT id, number, trigger, started_at, duration_ms, response_code, error, excerpt,
+        retry_after
     FROM m
     WHERE EXISTS (SELECT 1 FROM deliveries WHERE deliveries.id = m.id)
     """  # noqa: S608 (constants of ours, not input)

@@ -36,6 +36,7 @@ def environment() -> jinja2.Environment:
         EVENTS=event_catalog.SUBSCRIBABLE,
         EVENTS_FOR_STAFF=event_catalog.FOR_STAFF,
         DEAD_LIMIT=delivering.DEAD_IN_A_ROW_LIMIT,
+        ASKED=delivering.ASKED,
         RATES=(max_rates.LOWEST, max_rates.HIGHEST),
         retryable=delivering.retryable,
     )

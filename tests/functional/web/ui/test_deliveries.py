@@ -10,6 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
+from clubwire.domain import timestamps
 from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs
 from clubwire.services.delivery import events
@@ -25,6 +26,7 @@ from tests.factories import (
     registration,
 )
 from tests.functional.ui_pages import Browser, browser, part
+from tests.functional.workers import attempt_once
 from tests.receiver import Authority, serving
 
 ADMIN = "admin@granite.example"
@@ -241,3 +243,49 @@ def test_retry_on_a_switched_off_endpoint_says_why(
     assert response.status_code == 422
     assert "The endpoint is switched off: switch it on first." in response.text
     assert _delivery(sessions, dead.id).next_attempt_at is None
+
+
+def _answered(
+    sessions: sessionmaker[Session], hooks: Settings, tls: Authority, retry_after: str
+) -> tuple[str, str]:
+    """Granite's endpoint at a receiver that answers 503 with ``retry_after``, and its one
+    delivery, attempted once at ``EPOCH``; their ids."""
+    with serving(tls, status=503, answer_headers=[("Retry-After", retry_after)]) as failing:
+        endpoint_id = _endpoint(sessions, hooks, failing.url, "granite")
+        with sessions.begin() as session:
+            club = clubs.get_club(session, "granite")
+            events.publish(session, club, "registration.created", registration(), EPOCH)
+        result = attempt_once(sessions, hooks, EPOCH)
+    return endpoint_id, result.job.delivery_id
+
+
+def test_the_pages_say_when_the_receiver_asked_to_wait(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    endpoint_id, delivery_id = _answered(sessions, hooks, tls, "3600")
+    said = (
+        'the receiver asked to wait until <time datetime="2026-01-05T13:00:00.000Z">'
+        "2026-01-05 13:00:00 UTC</time>"
+    )
+    row = f'id="delivery-{delivery_id}"'
+    assert f'<td data-label="Next attempt">{said}</td>' in part(web.get(TAB).text, row)
+    listed = web.get(f"{TAB}/{endpoint_id}/deliveries").text
+    assert f'<td data-label="Next attempt">{said}</td>' in part(listed, row)
+    page = web.get(f"/settings/granite/deliveries/{delivery_id}").text
+    assert f'<dd id="next-attempt">{said}</dd>' in page
+    assert '<td data-label="Retry-After"><code>3600</code></td>' in page
+
+
+def test_a_retry_after_that_asks_nothing_shows_as_it_came_and_the_schedule_stands(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    endpoint_id, delivery_id = _answered(sessions, hooks, tls, HOSTILE)
+    page = web.get(f"/settings/granite/deliveries/{delivery_id}").text
+    assert HOSTILE not in page
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert f'<td data-label="Retry-After"><code>{escaped}</code></td>' in page
+    due = _delivery(sessions, delivery_id).next_attempt_at
+    assert due is not None
+    assert f'<dd id="next-attempt"><time datetime="{timestamps.to_wire(due)}">' in page
+    listed = web.get(f"{TAB}/{endpoint_id}/deliveries").text
+    assert "asked to wait" not in listed

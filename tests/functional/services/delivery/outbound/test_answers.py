@@ -12,6 +12,7 @@ import pytest
 import trustme
 
 from clubwire.services.delivery.outbound import Answer, Sender
+from tests.functional.services.delivery.outbound import delivering
 from tests.functional.services.delivery.outbound.harness import (
     BODY,
     DEADLINE,
@@ -127,6 +128,31 @@ def test_control_characters_in_an_answer_are_escaped(tmp_path: Path, tls: Tls) -
             return await post(settings_for(tmp_path, tls), receiver.url())
 
     assert run(scenario()).excerpt == "ok\\x00\\x1b\ufffddone\n"
+
+
+@pytest.mark.parametrize(
+    ("fields", "kept"),
+    [
+        (b"", None),
+        (b"Retry-After: 120\r\n", "120"),
+        (b"Retry-After: Mon, 05 Jan 2026 13:00:00 GMT\r\n", "Mon, 05 Jan 2026 13:00:00 GMT"),
+        (b"Retry-After: 120\r\nRetry-After: 3600\r\n", "120, 3600"),  # several: joined
+        (b"Retry-After: 12\xff0\r\n", "12\\xff0"),  # a byte that is not UTF-8
+        (b"Retry-After: \xd9\xa1\xd9\xa2\r\n", "\u0661\u0662"),  # UTF-8, not ASCII
+        (b"Retry-After: " + b"9" * 150 + b"\r\n", "9" * 99 + "…"),  # cut to its column
+    ],
+)
+def test_a_retry_after_is_kept_as_given_and_made_safe(
+    tmp_path: Path, tls: Tls, fields: bytes, kept: str | None
+) -> None:
+    answer = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n" + fields + b"\r\n"
+
+    async def scenario() -> Answer:
+        async with Receiver(delivering.raw(answer), tls.server) as receiver:
+            return await post(settings_for(tmp_path, tls), receiver.url())
+
+    outcome = run(scenario())
+    assert (outcome.status, outcome.retry_after) == (503, kept)
 
 
 def test_an_endless_body_is_read_up_to_64_kib_then_dropped(tmp_path: Path, tls: Tls) -> None:
