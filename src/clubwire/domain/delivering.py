@@ -171,6 +171,24 @@ def judge(
     return Verdict(Status.PENDING, due)
 
 
+class Steer(StrEnum):
+    """How a receiver's answer steered its delivery or endpoint, for metrics (issue 33)."""
+
+    RETRY_AFTER = "retry_after"  # the next attempt waits until the receiver asked
+    THROTTLED = "throttled"  # no answer, 429 or 5xx: the endpoint's lane narrows
+    GONE = "gone"  # 410 Gone: the endpoint is switched off
+
+
+def steered(result: Result) -> list[Steer]:
+    """How the attempt's answer steered what comes next: none, or one or more of ``Steer``. A
+    Send test has no lane to narrow, and its 410 switches nothing off."""
+    if result.job.trigger is Trigger.TEST:
+        return []
+    steers = [Steer.RETRY_AFTER] if result.verdict.asked else []
+    steers += [Steer.THROTTLED] if result.strains else []
+    return steers + ([Steer.GONE] if result.verdict.gone else [])
+
+
 def outcome(verdict: Verdict, ok: bool) -> Outcome:
     """What an attempt that was ``ok`` or not, judged ``verdict``, came to."""
     if ok:

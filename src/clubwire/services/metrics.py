@@ -12,7 +12,7 @@ import collections
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -66,8 +66,12 @@ class Metrics:
         finally:
             self.registry.unregister(collector)
 
-    def count_attempt(self, outcome: str, trigger: str, seconds: float) -> None:
-        self._attempts.add(outcome, trigger, seconds)
+    def count_attempt(
+        self, outcome: str, trigger: str, seconds: float, steered: Iterable[str] = ()
+    ) -> None:
+        """One attempt: its outcome, trigger and length, and how its answer steered what
+        comes next (``delivering.steered``)."""
+        self._attempts.add(outcome, trigger, seconds, steered)
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes; blocking (it reads the database)."""
@@ -90,7 +94,8 @@ class RequestCounts:
 
 
 class AttemptCounts:
-    """Delivery attempts by (outcome, trigger), and a histogram of how long they took, as
+    """Delivery attempts by (outcome, trigger) and by how the receiver steered them (reason),
+    and a histogram of how long they took, as
     plain numbers: the worker adds to them on every attempt, where prometheus_client's
     ``Counter`` and ``Histogram`` cost 4 µs an attempt (ADR 0008, session 15). Read at
     scrape time; a lock keeps an attempt whole, as a Send test may count from another
@@ -99,19 +104,22 @@ class AttemptCounts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._steered: collections.Counter[str] = collections.Counter()
         self._buckets = [0] * (len(ATTEMPT_BUCKETS) + 1)  # the last: above the largest
         self._seconds = 0.0
 
-    def add(self, outcome: str, trigger: str, seconds: float) -> None:
+    def add(self, outcome: str, trigger: str, seconds: float, steered: Iterable[str]) -> None:
         bucket = bisect.bisect_left(ATTEMPT_BUCKETS, seconds)  # the first bound ≥ seconds
         with self._lock:
             self._counts[outcome, trigger] += 1
+            self._steered.update(steered)
             self._buckets[bucket] += 1
             self._seconds += seconds
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            counts, buckets, seconds = self._counts.copy(), list(self._buckets), self._seconds
+            counts, steered = self._counts.copy(), self._steered.copy()
+            buckets, seconds = list(self._buckets), self._seconds
         attempts = CounterMetricFamily(
             "clubwire_delivery_attempts",
             "Webhook delivery attempts, by outcome (succeeded, retrying, dead, failed) "
@@ -121,6 +129,17 @@ class AttemptCounts:
         for (outcome, trigger), count in counts.items():
             attempts.add_metric((outcome, trigger), count)
         yield attempts
+        steers = CounterMetricFamily(
+            "clubwire_delivery_attempts_steered",
+            "Webhook delivery attempts whose answer steered what comes next, by reason: "
+            "retry_after (the next attempt waits as the receiver asked), throttled (no "
+            "answer, 429 or 5xx: the endpoint gets fewer attempts at a time), gone (410: "
+            "the endpoint is switched off).",
+            labels=("reason",),
+        )
+        for reason, count in steered.items():
+            steers.add_metric((reason,), count)
+        yield steers
         yield HistogramMetricFamily(
             "clubwire_delivery_attempt_duration_seconds",
             "How long webhook delivery attempts took, from sending to the answer or failure.",

@@ -395,6 +395,45 @@ def test_a_worker_counts_and_logs_attempts_and_serves_its_metrics(
     assert isinstance(line["duration_ms"], int)
 
 
+def test_a_worker_counts_and_logs_how_a_receiver_steered_an_attempt(
+    hooks: Settings,
+    sessions: sessionmaker[Session],
+    receiver: Receiver,
+    captured: Captured,
+) -> None:
+    """A 429 that asks to wait an hour narrows the endpoint's lane and puts the retry off: two
+    reasons for one attempt, in the metrics and in its log line (issue 33 item 5)."""
+    receiver.status = 429
+    receiver.answer_headers = [("Retry-After", "3600")]
+    with sessions.begin() as session:
+        club = make_club(session)
+        make_endpoint(session, club, hooks, receiver.url, ("registration.created",))
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+    metrics = Metrics()
+
+    async def run() -> None:
+        async with running.running(hooks, sessions, metrics=metrics):
+            await asyncio.to_thread(receiver.wait_for, 1)
+            for _ in range(200):
+                if captured.events("attempt"):
+                    return
+                await asyncio.sleep(0.01)
+
+    asyncio.run(run())
+    found = samples(metrics.exposition().decode())
+    steered = "clubwire_delivery_attempts_steered_total"
+    assert found[(steered, (("reason", "retry_after"),))] == 1
+    assert found[(steered, (("reason", "throttled"),))] == 1
+    assert (steered, (("reason", "gone"),)) not in found
+    (line,) = captured.events("attempt")
+    assert (line["outcome"], line["response_code"], line["retry_after"]) == (
+        "retrying",
+        429,
+        "3600",
+    )
+    assert line["steered"] == ["retry_after", "throttled"]
+
+
 # ---------------------------------------------------------------------------- clubwire serve
 
 

@@ -7,7 +7,17 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from clubwire.domain.delivering import Job, RetrySchedule, Status, Trigger, Verdict, judge
+from clubwire.domain import delivering
+from clubwire.domain.delivering import (
+    Job,
+    Result,
+    RetrySchedule,
+    Status,
+    Steer,
+    Trigger,
+    Verdict,
+    judge,
+)
 from tests.factories import EPOCH
 
 SCHEDULE = RetrySchedule((60, 300))
@@ -90,3 +100,30 @@ def test_a_send_test_and_a_manual_attempt_of_a_finished_delivery_ask_nothing() -
 def test_success_ignores_an_ask() -> None:
     verdict = judge(_job(), True, EPOCH, SCHEDULE, 0, code=200, asked=LATER)
     assert verdict == Verdict(Status.SUCCEEDED, None, counts_as_success=True)
+
+
+@pytest.mark.parametrize(
+    ("code", "asked", "trigger", "steered"),
+    [
+        (200, None, Trigger.SCHEDULED, []),
+        (404, None, Trigger.SCHEDULED, []),
+        (503, None, Trigger.SCHEDULED, [Steer.THROTTLED]),
+        (None, None, Trigger.SCHEDULED, [Steer.THROTTLED]),
+        (429, 3600, Trigger.SCHEDULED, [Steer.RETRY_AFTER, Steer.THROTTLED]),
+        (429, 10, Trigger.SCHEDULED, [Steer.THROTTLED]),  # the step is later: not heeded
+        (410, None, Trigger.SCHEDULED, [Steer.GONE]),
+        (410, None, Trigger.TEST, []),
+        (429, None, Trigger.TEST, []),
+    ],
+)
+def test_how_an_answer_steered_is_counted(
+    code: int | None, asked: int | None, trigger: Trigger, steered: list[Steer]
+) -> None:
+    """For the metrics (``clubwire_delivery_attempts_steered_total``): a Send test has no lane
+    to narrow and switches nothing off."""
+    job = _job(trigger=trigger)
+    ok = code == 200
+    until = None if asked is None else EPOCH + timedelta(seconds=asked)
+    verdict = judge(job, ok, EPOCH, SCHEDULE, 0, code=code, asked=until)
+    result = Result(job, EPOCH, ok, code, None if code else "timeout", 1, "", verdict)
+    assert delivering.steered(result) == steered

@@ -60,3 +60,18 @@ def test_before_any_attempt_the_histogram_is_there_empty() -> None:
 
     assert found[f"{DURATION}_count", ()] == 0
     assert found[f"{DURATION}_bucket", (("le", "+Inf"),)] == 0
+
+
+def test_attempts_a_receiver_steered_are_counted_by_reason() -> None:
+    metrics = Metrics()
+    metrics.count_attempt("retrying", "scheduled", 0.01, ["retry_after", "throttled"])
+    metrics.count_attempt("retrying", "scheduled", 0.01, ["throttled"])
+    metrics.count_attempt("dead", "scheduled", 0.01, ["gone"])
+    metrics.count_attempt("succeeded", "scheduled", 0.01)
+
+    found = scraped(metrics)
+
+    steered = "clubwire_delivery_attempts_steered_total"
+    assert found[steered, (("reason", "retry_after"),)] == 1
+    assert found[steered, (("reason", "throttled"),)] == 2
+    assert found[steered, (("reason", "gone"),)] == 1

@@ -92,7 +92,8 @@ class Attempter:
         """The attempt's log line and metrics."""
         job = result.job
         outcome = delivering.outcome(result.verdict, result.ok)
-        self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000)
+        steered = delivering.steered(result)
+        self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000, steered)
         if not logs.enabled():
             return
         logs.event(
@@ -108,6 +109,8 @@ class Attempter:
                 "response_code": result.response_code,
                 "error": result.error,
                 "duration_ms": result.duration_ms,
+                "retry_after": result.retry_after,
+                "steered": steered,
             },
         )
 
