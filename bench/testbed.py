@@ -35,7 +35,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import event_catalog, timestamps
+from clubwire.domain import event_catalog, off_reasons, timestamps
 from clubwire.domain.delivering import Status, Trigger
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import claims, events
@@ -224,7 +224,9 @@ def switch_neighbour(bed: Bed, clubs_: Clubs, on: str | None) -> None:
             if role == on:
                 endpoints.enable_endpoint(session, clubs_.busy_id, endpoint_id, now)
             else:
-                endpoints.disable_endpoint(session, clubs_.busy_id, endpoint_id, now)
+                endpoints.disable_endpoint(
+                    session, clubs_.busy_id, endpoint_id, now, off_reasons.OffReason.STAFF
+                )
 
 
 def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> None:

@@ -57,14 +57,15 @@ def add_endpoint(
 
 
 def publish_registrations(
-    sessions: sessionmaker[Session], count: int = 1, slug: str = "granite"
+    sessions: sessionmaker[Session], count: int = 1, slug: str = "granite", at: datetime = EPOCH
 ) -> list[str]:
+    """``count`` events, their deliveries due ``at`` (long past, by default: due now)."""
     ids = []
     with sessions.begin() as session:
         club = session.scalar(select(Club).where(Club.slug == slug))
         assert club is not None
         for _ in range(count):
-            event, _ = events.publish(session, club, "registration.created", registration(), EPOCH)
+            event, _ = events.publish(session, club, "registration.created", registration(), at)
             ids.append(event.id)
     return ids
 

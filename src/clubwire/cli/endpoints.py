@@ -18,7 +18,7 @@ from clubwire.cli.base import (
     settings,
     transaction,
 )
-from clubwire.domain import delivering, max_rates, timestamps
+from clubwire.domain import delivering, max_rates, off_reasons, timestamps
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import attempts, pings
 from clubwire.settings import Settings
@@ -85,7 +85,7 @@ def endpoint_create(
 @click.argument("slug")
 @JSON_OPTION
 def endpoint_list(slug: str, as_json: bool) -> None:
-    """List the club's endpoints and their health."""
+    """List the club's endpoints and their health (and why each one off is off)."""
     with transaction(settings()) as session:
         club_id = clubs.get_club(session, slug).id
         records = [endpoints.describe(e) for e in endpoints.list_endpoints(session, club_id)]
@@ -102,6 +102,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             f"{r['deadInARow']} of 5",
             cell(r["lastResponseCode"]),
             cell(r["lastDeliveryAt"], "never"),
+            _why_off(r),
         ]
         for r in records
     ]
@@ -116,8 +117,17 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             "DEAD IN A ROW",
             "LAST CODE",
             "LAST DELIVERY",
+            "WHY OFF",
         ],
     )
+
+
+def _why_off(record: dict[str, object]) -> str:
+    """The words of why an endpoint is off (``-`` while it is on)."""
+    reason = record["disabledReason"]
+    if record["enabled"]:
+        return "-"
+    return off_reasons.in_words(reason if isinstance(reason, str) else None)
 
 
 @endpoint.command("update")
@@ -176,10 +186,13 @@ def endpoint_enable(endpoint_id: str, resend_skipped: bool, as_json: bool) -> No
 @click.argument("endpoint_id", metavar="ID")
 @JSON_OPTION
 def endpoint_disable(endpoint_id: str, as_json: bool) -> None:
-    """Switch an endpoint off; what it would have received is kept as skipped."""
+    """Switch an endpoint off; what it would have received is kept as skipped. The operator
+    runs this, so its reason reads "Switched off by a superadmin"."""
     with transaction(settings()) as session:
         club_id = endpoints.club_of_endpoint(session, endpoint_id)
-        disabled = endpoints.disable_endpoint(session, club_id, endpoint_id, timestamps.utc_now())
+        disabled = endpoints.disable_endpoint(
+            session, club_id, endpoint_id, timestamps.utc_now(), off_reasons.OffReason.SUPERADMIN
+        )
         record = endpoints.describe(disabled)
     _report(record, as_json, f"Disabled {endpoint_id}.")
 
@@ -225,7 +238,7 @@ def endpoint_test(endpoint_id: str, as_json: bool) -> None:
     if as_json:
         print_json(describe_result(result))
     else:
-        click.echo(delivering.plain(result))
+        click.echo(pings.plain(result))
     if not result.ok:
         raise SystemExit(1)
 

@@ -16,7 +16,6 @@ from enum import StrEnum
 from clubwire.domain import event_catalog
 
 DEAD_IN_A_ROW_LIMIT = 5
-SWITCHED_OFF_REASON = f"Switched off after {DEAD_IN_A_ROW_LIMIT} dead deliveries in a row"
 SPREAD = 0.1  # a retry comes due at most this share of its step after the step
 GONE = 410  # the receiver wants no more webhooks: the endpoint is switched off at once
 TOO_MANY_REQUESTS = 429
@@ -205,14 +204,9 @@ def retryable(kind: str) -> bool:
     return kind != event_catalog.PING
 
 
-def plain(result: Result) -> str:
-    """The outcome in plain words, for the CLI and the settings UI: ``200 in 43 ms``, or
-    what went wrong."""
-    return plain_attempt(result.ok, result.response_code, result.duration_ms, result.error)
-
-
 def plain_attempt(ok: bool, response_code: int | None, duration_ms: int, error: str | None) -> str:
-    """``plain`` of an attempt as it was stored."""
+    """An attempt's outcome in plain words, for the CLI and the settings UI: ``200 in 43 ms``,
+    or what went wrong."""
     if ok:
         return f"{response_code} in {duration_ms} ms"
     reason = error or f"the receiver answered {response_code}"

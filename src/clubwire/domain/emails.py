@@ -16,6 +16,8 @@ from email import utils
 from email.message import EmailMessage
 from urllib.parse import urlsplit, urlunsplit
 
+from clubwire.domain import off_reasons
+
 SUBJECT_LIMIT = 200
 WARN_AT = 3  # dead deliveries in a row that bring the first email
 
@@ -80,18 +82,27 @@ def failing(endpoint: FailingEndpoint, dead: int, limit: int) -> Draft:
     )
 
 
-def switched_off(endpoint: FailingEndpoint, limit: int) -> Draft:
-    """The endpoint was switched off after ``limit`` dead deliveries in a row."""
+def switched_off(endpoint: FailingEndpoint, reason: off_reasons.OffReason, limit: int) -> Draft:
+    """The endpoint was switched off, for ``reason``: its receiver answered 410 Gone, or
+    ``limit`` deliveries in a row died."""
     url = shown_url(endpoint.url)
+    if reason is off_reasons.OffReason.GONE:
+        why = (
+            "its receiver answered 410 Gone, which means it wants no more webhooks. "
+            "A single such answer switches an endpoint off."
+        )
+        again = "If the receiver should get webhooks again"
+    else:
+        why = f"{limit} deliveries in a row failed every attempt."
+        again = "When the receiver works again"
     return Draft(
         _subject(f"Webhook endpoint switched off: {url}"),
         _body(
             endpoint,
-            f"One of your webhook endpoints was switched off, because {limit} deliveries "
-            "in a row failed every attempt.",
+            f"One of your webhook endpoints was switched off, because {why}",
             "What happens next: nothing more is sent to it. Deliveries that were waiting "
-            "are kept as skipped. When the receiver works again, switch the endpoint back "
-            "on in the settings area: you can choose to resend the skipped deliveries then.",
+            f"are kept as skipped. {again}, switch the endpoint back on in the settings "
+            "area: you can choose to resend the skipped deliveries then.",
         ),
     )
 

@@ -11,7 +11,14 @@ from sqlalchemy import CursorResult, Executable, func, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import addresses, event_catalog, max_rates, timestamps, webhook_secrets
+from clubwire.domain import (
+    addresses,
+    event_catalog,
+    max_rates,
+    off_reasons,
+    timestamps,
+    webhook_secrets,
+)
 from clubwire.domain.delivering import Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
@@ -19,7 +26,6 @@ from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint
 
 Resolve = Callable[[str, int], list[str]]
-DISABLED_BY_USER = "Switched off by a user"
 
 
 def create_endpoint(
@@ -113,9 +119,14 @@ def update_endpoint(
 
 
 def disable_endpoint(
-    session: Session, club_id: str, endpoint_id: str, now: datetime, reason: str = DISABLED_BY_USER
+    session: Session,
+    club_id: str,
+    endpoint_id: str,
+    now: datetime,
+    reason: off_reasons.OffReason,
 ) -> Endpoint:
-    """Switch the endpoint off; its waiting deliveries are kept as skipped."""
+    """Switch the endpoint off for ``reason`` (who did it); its waiting deliveries are kept as
+    skipped. One already off stays as it was, with its first reason."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
     if endpoint.enabled:
         endpoint.enabled = False
@@ -253,7 +264,8 @@ def _resolve(host: str, port: int) -> list[str]:
 
 
 def describe(endpoint: Endpoint) -> dict[str, object]:
-    """The endpoint as lists show it (never its secret)."""
+    """The endpoint as lists show it (never its secret); ``disabledReason`` is the code
+    (``off_reasons.OffReason``), which ``off_reasons.in_words`` words for people."""
     return {
         "id": endpoint.id,
         "url": endpoint.url,

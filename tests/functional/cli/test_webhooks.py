@@ -96,11 +96,19 @@ def test_update_disable_enable_rotate_delete(run: Invoke, club: str, receiver: R
         ok(run("endpoint", "update", endpoint_id, "--event", "game.updated", "--json")).out
     )
     assert updated["events"] == ["game.updated"]
-    assert json.loads(ok(run("endpoint", "disable", endpoint_id, "--json")).out)["enabled"] is False
+    disabled = json.loads(ok(run("endpoint", "disable", endpoint_id, "--json")).out)
+    assert (disabled["enabled"], disabled["disabledReason"]) == (False, "superadmin")
+    [listed] = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    assert listed["disabledReason"] == "superadmin"
+    row = re.compile(rf"^{endpoint_id}\s.*\soff\s.*\sSwitched off by a superadmin$", re.MULTILINE)
+    assert row.search(ok(run("endpoint", "list", club)).out)
     enabled = json.loads(
         ok(run("endpoint", "enable", endpoint_id, "--resend-skipped", "--json")).out
     )
-    assert (enabled["enabled"], enabled["resent"]) == (True, 0)
+    assert (enabled["enabled"], enabled["resent"], enabled["disabledReason"]) == (True, 0, None)
+    assert re.search(
+        rf"^{endpoint_id}\s.*\son\s.*\s-$", ok(run("endpoint", "list", club)).out, re.M
+    )
     rotated = json.loads(ok(run("endpoint", "rotate-secret", endpoint_id, "--json")).out)
     assert rotated["secret"].startswith("whsec_")
     assert ok(run("endpoint", "delete", endpoint_id)).out.strip() == f"Deleted {endpoint_id}."
@@ -183,6 +191,19 @@ def test_endpoint_test_prints_the_outcome(
         outcome = run("endpoint", "test", str(broken["id"]), "--json")
     assert outcome.code == 1
     assert json.loads(outcome.out)["responseCode"] == 500
+
+
+def test_endpoint_test_answered_410_says_so_and_switches_nothing_off(
+    run: Invoke, club: str, tls: Authority
+) -> None:
+    with serving(tls, status=410) as gone:
+        endpoint_id = str(_create(run, gone.url)["id"])
+        outcome = run("endpoint", "test", endpoint_id)
+    assert outcome.code == 1
+    assert outcome.out.startswith("failed: the receiver answered 410 Gone: it wants no more ")
+    assert "a test switches nothing off (after " in outcome.out
+    [listed] = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    assert (listed["enabled"], listed["disabledReason"], listed["deadInARow"]) == (True, None, 0)
 
 
 def test_delivery_show_lists_every_attempt(run: Invoke, club: str, tls: Authority) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import addresses, max_rates
+from clubwire.domain import addresses, max_rates, off_reasons
 from clubwire.domain.sealing import Sealer
 from clubwire.services import endpoints
 from clubwire.settings import Settings
@@ -228,7 +228,9 @@ def test_another_clubs_endpoint_is_not_found(session: Session, settings: Setting
     theirs, _ = make_endpoint(session, marble, settings)
     for action in (
         lambda: endpoints.get_endpoint(session, granite.id, theirs.id),
-        lambda: endpoints.disable_endpoint(session, granite.id, theirs.id, EPOCH),
+        lambda: endpoints.disable_endpoint(
+            session, granite.id, theirs.id, EPOCH, off_reasons.OffReason.STAFF
+        ),
         lambda: endpoints.delete_endpoint(session, granite.id, theirs.id),
         lambda: endpoints.rotate_secret(session, granite.id, theirs.id, EPOCH, settings),
     ):
@@ -260,10 +262,10 @@ def test_disable_and_enable(session: Session, settings: Settings) -> None:
     club = make_club(session)
     endpoint, _ = make_endpoint(session, club, settings)
     endpoint.dead_in_a_row = 3
-    endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH)
+    endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH, off_reasons.OffReason.STAFF)
     assert (endpoint.enabled, endpoint.disabled_reason, endpoint.disabled_at) == (
         False,
-        "Switched off by a user",
+        "staff",
         EPOCH,
     )
     _, resent = endpoints.enable_endpoint(session, club.id, endpoint.id, EPOCH)

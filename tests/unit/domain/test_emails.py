@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clubwire.domain import emails
+from clubwire.domain import emails, off_reasons
 from tests.factories import EPOCH
 
 LINK = "https://hooks.example/settings/granite/webhooks#endpoint-we_1"
@@ -56,11 +56,23 @@ def test_the_warning_says_how_many_more_switch_it_off() -> None:
 
 
 def test_the_switch_off_says_what_happens_next() -> None:
-    draft = emails.switched_off(_endpoint(response_code=None, error="timed out"), 5)
+    draft = emails.switched_off(
+        _endpoint(response_code=None, error="timed out"), off_reasons.OffReason.DEAD_IN_A_ROW, 5
+    )
     assert draft.subject == "Webhook endpoint switched off: https://rx.example/hooks"
     assert "because 5 deliveries in a row failed" in draft.body
     assert "Last answer from the receiver: timed out" in draft.body
     assert "resend the skipped deliveries" in draft.body
+
+
+def test_a_switch_off_for_410_gone_says_so_and_counts_no_deliveries() -> None:
+    draft = emails.switched_off(_endpoint(response_code=410), off_reasons.OffReason.GONE, 5)
+    assert draft.subject == "Webhook endpoint switched off: https://rx.example/hooks"
+    assert "because its receiver answered 410 Gone" in draft.body
+    assert "Last answer from the receiver: HTTP 410" in draft.body
+    assert "in a row" not in draft.body
+    assert "5 deliveries" not in draft.body
+    assert "If the receiver should get webhooks again, switch the endpoint back on" in draft.body
 
 
 def test_no_header_can_be_added_through_what_came_from_outside() -> None:

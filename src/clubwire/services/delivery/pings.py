@@ -49,6 +49,26 @@ async def send_test(
     return result
 
 
+# What a Send test answered 410 says: a delivery answered so switches the endpoint off.
+GONE_WORDS = (
+    "the receiver answered 410 Gone: it wants no more webhooks, and a delivery answered so "
+    "switches the endpoint off; a test switches nothing off"
+)
+
+
+def plain(result: delivering.Result) -> str:
+    """A Send test's outcome in plain words, for the settings area and the CLI: as
+    ``delivering.plain_attempt`` says any attempt's, but a 410 says what it means."""
+    return plain_attempt(result.ok, result.response_code, result.duration_ms, result.error)
+
+
+def plain_attempt(ok: bool, response_code: int | None, duration_ms: int, error: str | None) -> str:
+    """``plain`` of a Send test's attempt as it was stored."""
+    if not ok and error is None and response_code == delivering.GONE:
+        error = GONE_WORDS
+    return delivering.plain_attempt(ok, response_code, duration_ms, error)
+
+
 @dataclass(frozen=True, slots=True)
 class PingOutcome:
     """How a Send test among deliveries reads: ``Test: 200 in 43 ms``, ``Test failed: …``,
@@ -77,5 +97,5 @@ def _outcome(test: Delivery, attempt: Attempt | None) -> PingOutcome:
     if attempt is None:
         return PingOutcome(None, "Test: sending")
     ok = test.status == Status.SUCCEEDED
-    words = delivering.plain_attempt(ok, attempt.response_code, attempt.duration_ms, attempt.error)
+    words = plain_attempt(ok, attempt.response_code, attempt.duration_ms, attempt.error)
     return PingOutcome(ok, f"Test: {words}" if ok else f"Test {words}")

@@ -1,5 +1,6 @@
 """The worker's last database step: record a batch of attempts and move each delivery and
-endpoint on (DESIGN §6), switching an endpoint off after too many dead deliveries in a row.
+endpoint on (DESIGN §6), switching an endpoint off after too many dead deliveries in a row,
+or at once when its receiver answered 410 Gone.
 
 A delivery moves only if it is still as its job read it (the same status and number of
 attempts), so a worker that lost its lease cannot overwrite a newer state. A batch is one
@@ -12,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import Boolean, Integer, bindparam, case, exc, update
+from sqlalchemy import Boolean, Integer, bindparam, case, exc, or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import delivering
+from clubwire.domain import delivering, off_reasons
 from clubwire.domain.delivering import Result, RetrySchedule, Trigger
 from clubwire.services import endpoints
 from clubwire.services.mail import notifications
@@ -178,6 +179,36 @@ _TOUCH = (
 )
 
 
+@dataclasses.dataclass(slots=True)
+class _Tally:
+    """What a batch did to one endpoint: its last attempt there, whether a delivery
+    succeeded (dead in a row starts again from ``died``), how many died (after the last
+    success), and the attempt answered 410 Gone, if one was."""
+
+    last: Result
+    reset: bool = False
+    died: int = 0
+    gone: Result | None = None
+
+    def add(self, result: Result) -> None:
+        self.last = result
+        if result.verdict.counts_as_success:
+            self.reset, self.died = True, 0
+        elif result.verdict.became_dead:
+            self.died += 1
+        if result.verdict.gone:
+            self.gone = result
+
+
+def _tally(results: Sequence[Result]) -> dict[str, _Tally]:
+    """Each endpoint's tally, in id order. A Send test is no delivery: it counts for none."""
+    tallies: dict[str, _Tally] = {}
+    for result in results:
+        if result.job.trigger is not Trigger.TEST:
+            tallies.setdefault(result.job.endpoint_id, _Tally(result)).add(result)
+    return dict(sorted(tallies.items()))
+
+
 def _update_endpoints(
     session: Session,
     results: Sequence[Result],
@@ -185,57 +216,60 @@ def _update_endpoints(
     mail: notifications.FailureMail | None,
 ) -> None:
     """Last delivery and dead in a row (+1 per delivery that died, back to 0 on a success),
-    one statement for the batch; endpoints in id order, so workers never deadlock. A Send
-    test is no delivery: it touches neither."""
-    latest: dict[str, tuple[Result, bool, int]] = {}
-    for result in results:
-        if result.job.trigger is Trigger.TEST:
-            continue
-        _, reset, died = latest.get(result.job.endpoint_id, (result, False, 0))
-        if result.verdict.counts_as_success:
-            reset, died = True, 0
-        elif result.verdict.became_dead:
-            died += 1
-        latest[result.job.endpoint_id] = (result, reset, died)
+    one statement for the batch; endpoints in id order, so workers never deadlock. Then
+    switch off those at the limit or answered 410 Gone, and queue the emails."""
+    tallies = _tally(results)
+    if not tallies:
+        return
     params = [
         {
             "e_id": endpoint_id,
-            "e_at": r.started_at,
-            "e_code": r.response_code,
-            "e_reset": reset,
-            "e_died": died,
+            "e_at": tally.last.started_at,
+            "e_code": tally.last.response_code,
+            "e_reset": tally.reset,
+            "e_died": tally.died,
         }
-        for endpoint_id, (r, reset, died) in sorted(latest.items())
+        for endpoint_id, tally in tallies.items()
     ]
-    if not params:
-        return
     session.connection().execute(_TOUCH, params)
-    dead = {e: notifications.Died(n, r) for e, (r, _, n) in sorted(latest.items()) if n}
-    switched = _switch_off(session, list(dead), now)
+    switched = _switch_off(session, tallies, now)
     if mail is not None:
-        mail.notify(session, dead, switched, now)
+        told = {
+            endpoint_id: notifications.Died(tally.died, tally.gone or tally.last)
+            for endpoint_id, tally in tallies.items()
+            if tally.died or endpoint_id in switched
+        }
+        mail.notify(session, told, switched, now)
 
 
-def _switch_off(session: Session, endpoint_ids: Sequence[str], now: datetime) -> Sequence[str]:
-    """Switch off those of the endpoints that reached the limit; returns their ids."""
-    if not endpoint_ids:
-        return []
-    switched = session.scalars(
+def _switch_off(
+    session: Session, tallies: Mapping[str, _Tally], now: datetime
+) -> Mapping[str, off_reasons.OffReason]:
+    """Switch off, in one statement, the endpoints still on that an attempt of the batch
+    found gone (410) or whose dead deliveries reached the limit, and skip their waiting
+    deliveries; returns each one switched and why. One already off is left as it is, so it
+    is switched (and its admins told) once."""
+    gone = [endpoint_id for endpoint_id, tally in tallies.items() if tally.gone]
+    dying = [endpoint_id for endpoint_id, tally in tallies.items() if tally.died or tally.gone]
+    if not dying:
+        return {}
+    is_gone = Endpoint.id.in_(gone)
+    reason = case(  # plain str values: a case's values have no column type to bind them by
+        (is_gone, off_reasons.OffReason.GONE.value),
+        else_=off_reasons.OffReason.DEAD_IN_A_ROW.value,
+    )
+    switched = session.execute(
         update(Endpoint)
         .where(
-            Endpoint.id.in_(endpoint_ids),
+            Endpoint.id.in_(dying),
             Endpoint.enabled.is_(True),
-            Endpoint.dead_in_a_row >= delivering.DEAD_IN_A_ROW_LIMIT,
+            or_(is_gone, Endpoint.dead_in_a_row >= delivering.DEAD_IN_A_ROW_LIMIT),
         )
-        .values(
-            enabled=False,
-            disabled_reason=delivering.SWITCHED_OFF_REASON,
-            disabled_at=now,
-            updated_at=now,
-        )
-        .returning(Endpoint.id),
+        .values(enabled=False, disabled_reason=reason, disabled_at=now, updated_at=now)
+        .returning(Endpoint.id, Endpoint.disabled_reason),
         execution_options={"synchronize_session": False},
     ).all()
-    if switched:
-        endpoints.skip_waiting(session, Delivery.endpoint_id.in_(switched), now)
-    return switched
+    reasons = {row.id: off_reasons.OffReason(row.disabled_reason) for row in switched}
+    if reasons:
+        endpoints.skip_waiting(session, Delivery.endpoint_id.in_(reasons), now)
+    return dict(sorted(reasons.items()))

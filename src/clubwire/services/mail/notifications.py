@@ -1,7 +1,8 @@
 """Emails to a club's admins when one of its endpoints fails: once when it reaches
-``emails.WARN_AT`` dead deliveries in a row, once when it is switched off. Queued in the
-outbox in the transaction that records the dead delivery (``services.delivery.records``), to every
-admin of the club who has not turned them off; nothing at all when email is off.
+``emails.WARN_AT`` dead deliveries in a row, once when it is switched off (at the limit, or at
+once when its receiver answered 410 Gone). Queued in the outbox in the transaction that records
+the dead delivery or the 410 (``services.delivery.records``), to every admin of the club who
+has not turned them off; nothing at all when email is off.
 
 One email per crossing: the warning goes when a batch of attempts takes the count from
 below ``WARN_AT`` to ``WARN_AT`` or more, so a recovery (a success resets the count) or
@@ -11,7 +12,7 @@ sends only that email: the warning would already be out of date.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +20,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors
-from clubwire.domain import delivering, emails
+from clubwire.domain import delivering, emails, off_reasons
 from clubwire.domain.delivering import Result
 from clubwire.services.mail import outbox
 from clubwire.settings import Settings
@@ -28,7 +29,9 @@ from clubwire.storage.models import Club, ClubAdmin, Endpoint, User
 
 @dataclass(frozen=True, slots=True)
 class Died:
-    """How many deliveries of an endpoint died in a batch, and its last attempt there."""
+    """How many deliveries of an endpoint died in a batch (none, when a Retry of a finished
+    delivery answered 410 Gone switched it off), and the attempt an email tells of: the one
+    answered 410, else its last attempt there."""
 
     count: int
     last: Result
@@ -44,11 +47,12 @@ class FailureMail:
         self,
         session: Session,
         died: Mapping[str, Died],
-        switched: Collection[str],
+        switched: Mapping[str, off_reasons.OffReason],
         now: datetime,
     ) -> None:
-        """Queue the emails the batch's dead deliveries call for, in its transaction
-        (run after the batch's counts were written: ``dead_in_a_row`` is the new count)."""
+        """Queue the emails the batch's dead deliveries and switch-offs (``switched``, each
+        endpoint's reason) call for, in its transaction (run after the batch's counts were
+        written: ``dead_in_a_row`` is the new count)."""
         if not died:
             return
         rows = session.execute(
@@ -60,7 +64,8 @@ class FailureMail:
         for endpoint_id, url, enabled, dead, club in rows:
             facts = _facts(self.public_url, club, endpoint_id, url, died[endpoint_id])
             if endpoint_id in switched:
-                chosen = emails.switched_off(facts, delivering.DEAD_IN_A_ROW_LIMIT)
+                why = switched[endpoint_id]
+                chosen = emails.switched_off(facts, why, delivering.DEAD_IN_A_ROW_LIMIT)
             elif enabled and dead - died[endpoint_id].count < emails.WARN_AT <= dead:
                 chosen = emails.failing(facts, dead, delivering.DEAD_IN_A_ROW_LIMIT)
             else:

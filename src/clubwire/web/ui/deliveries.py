@@ -10,7 +10,7 @@ from fastapi import APIRouter, Form, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from clubwire.domain import delivering, delivery_pages
+from clubwire.domain import delivery_pages
 from clubwire.domain.delivery_pages import Cursor, Filters
 from clubwire.services import endpoints
 from clubwire.services.delivery import attempts, deliveries, pings
@@ -164,7 +164,7 @@ async def send_test(request: Request, staff: Posted, slug: str, endpoint_id: str
             settings, running.sessions, sends, club.id, endpoint_id, clock
         )
     kind = "test-sent" if result.ok else "test-failed"
-    tested = flashes.Flash(kind, f"Send test: {delivering.plain(result)}", endpoint_id)
+    tested = flashes.Flash(kind, f"Send test: {pings.plain(result)}", endpoint_id)
     await run_in_threadpool(_tell, request, staff, tested)
     return base.redirect(urls.webhooks_url(club, endpoint_id))
 

@@ -9,7 +9,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from clubwire.domain import delivering, event_catalog, max_rates, scopes, timestamps
+from clubwire.domain import delivering, event_catalog, max_rates, off_reasons, scopes, timestamps
 from clubwire.web import context
 
 
@@ -31,6 +31,7 @@ def environment() -> jinja2.Environment:
     env.filters["iso"] = timestamps.to_wire
     env.filters["human"] = human_time
     env.filters["rate"] = max_rates.in_words
+    env.filters["off_reason"] = off_reasons.in_words
     env.globals.update(
         SCOPES=scopes.ALL,
         EVENTS=event_catalog.SUBSCRIBABLE,

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from clubwire import errors
-from clubwire.domain import max_rates
+from clubwire.domain import max_rates, off_reasons
 from clubwire.services import endpoints
 from clubwire.services.delivery import deliveries, pings
 from clubwire.services.staff import flashes
@@ -263,9 +263,12 @@ def _resent(count: int) -> str:
 
 
 def disable(request: Request, staff: Posted, slug: str, endpoint_id: str) -> Response:
+    """Switch off, recording who did it: a club admin, or a superadmin."""
+    reason = off_reasons.by_staff(staff.user.is_superadmin)
     with context.transaction(request) as session:
         club = base.club_for(session, staff, slug)
-        endpoint = endpoints.disable_endpoint(session, club.id, endpoint_id, context.now(request))
+        now = context.now(request)
+        endpoint = endpoints.disable_endpoint(session, club.id, endpoint_id, now, reason)
         said = f"Endpoint {endpoint.url} switched off."
         base.flash(request, session, staff, flashes.Flash("endpoint-disabled", said))
     return base.redirect(urls.webhooks_url(club, endpoint_id))

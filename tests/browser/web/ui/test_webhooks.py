@@ -16,7 +16,7 @@ from playwright.sync_api import Locator, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import signing
-from clubwire.domain.delivering import SWITCHED_OFF_REASON
+from clubwire.domain import off_reasons
 from clubwire.services import endpoints
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
@@ -131,7 +131,7 @@ def test_an_endpoint_is_added_tested_switched_edited_rotated_and_deleted(
     switch.click()
     expect(switch).to_have_attribute("aria-checked", "false")
     expect(page.locator(f"#endpoint-{endpoint_id}-off")).to_have_text(
-        re.compile(r"^Switched off by a user, since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.$")
+        re.compile(r"^Switched off by a club admin, since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.$")
     )
     expect(switch).to_be_focused()
     switch.click()
@@ -262,7 +262,9 @@ def _switched_off_after_five_dead(
     with sessions.begin() as session:
         club = make_club(session, "granite", name="Granite Curling Club")
         endpoint, _ = make_endpoint(session, club, settings, url)
-        endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH, SWITCHED_OFF_REASON)
+        endpoints.disable_endpoint(
+            session, club.id, endpoint.id, EPOCH, off_reasons.OffReason.DEAD_IN_A_ROW
+        )
         session.get_one(Endpoint, endpoint.id).dead_in_a_row = 5
         for _ in range(2):
             events.publish(session, club, "registration.created", registration(), EPOCH)

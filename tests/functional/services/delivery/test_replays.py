@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from clubwire.domain import off_reasons
 from clubwire.domain.delivering import Status
 from clubwire.services import clubs, endpoints
 from clubwire.settings import Settings
@@ -107,7 +108,9 @@ def test_the_cli_refuses_bad_input_in_one_line(
 def test_the_cli_refuses_while_the_endpoint_or_module_is_off(
     run: Invoke, world: World, session: Session
 ) -> None:
-    endpoints.disable_endpoint(session, world.club_id, world.endpoint_id, EPOCH)
+    endpoints.disable_endpoint(
+        session, world.club_id, world.endpoint_id, EPOCH, off_reasons.OffReason.STAFF
+    )
     session.commit()
     assert "switch it on to replay" in one_line_error(run(*world.args()))
     clubs.set_webhooks_module(session, "granite", False, EPOCH)
@@ -157,7 +160,9 @@ def test_the_api_refuses_bad_input_precisely(
 def test_the_api_answers_409_while_the_endpoint_is_off_and_404_for_another_clubs(
     client: TestClient, world: World, session: Session
 ) -> None:
-    endpoints.disable_endpoint(session, world.club_id, world.endpoint_id, EPOCH)
+    endpoints.disable_endpoint(
+        session, world.club_id, world.endpoint_id, EPOCH, off_reasons.OffReason.STAFF
+    )
     session.commit()
     body = {"since": SINCE, "until": UNTIL}
     refused = client.post(world.url, json=body, headers=AUTH)

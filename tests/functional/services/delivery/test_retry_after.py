@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivering import Status
+from clubwire.domain.off_reasons import OffReason
 from clubwire.services import endpoints
 from clubwire.services.delivery import deliveries, events
 from clubwire.settings import Settings
@@ -204,7 +205,9 @@ def test_switching_the_endpoint_off_skips_it_and_the_ask_with_it(
     assert asked.asked
     with sessions.begin() as session:
         delivery = session.scalars(select(Delivery)).one()
-        endpoints.disable_endpoint(session, delivery.club_id, delivery.endpoint_id, EPOCH)
+        endpoints.disable_endpoint(
+            session, delivery.club_id, delivery.endpoint_id, EPOCH, OffReason.STAFF
+        )
     recorded = _recorded(sessions)
     assert (recorded.status, recorded.next_attempt_at, recorded.asked) == (
         Status.SKIPPED,

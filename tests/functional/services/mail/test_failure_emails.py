@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from urllib.parse import quote
 
 import orjson
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import timestamps
 from clubwire.services import endpoints
 from clubwire.services.delivery import events
 from clubwire.services.mail import notifications
@@ -20,6 +22,7 @@ from clubwire.storage.models import Club, Endpoint, Event, OutboxEmail, User
 from clubwire.worker import running
 from tests.factories import EPOCH, PASSWORD, make_club, make_staff, registration
 from tests.functional.ui_pages import browser
+from tests.functional.workers import delivery_statuses, publish_registrations
 from tests.mail_server import Mailbox, smtp_server
 from tests.receiver import Authority, serving
 
@@ -150,6 +153,7 @@ def test_admins_get_one_email_at_three_dead_and_one_at_switch_off(
         _publish(sessions, 2)
         _work_until(hooks, sessions, lambda: len(mailbox.messages) >= 4, linger=1.5)
     assert not _endpoint_row(sessions, endpoint_id).enabled
+    assert _endpoint_row(sessions, endpoint_id).disabled_reason == "dead_in_a_row"
     assert sorted(m["To"] for m in mailbox.messages) == sorted(ADMINS * 2)
     assert set(mailbox.logins) == {("clubwire", SMTP_PASSWORD)}
     link = f"{PUBLIC_URL}/settings/granite/webhooks#endpoint-{endpoint_id}"
@@ -171,6 +175,39 @@ def test_admins_get_one_email_at_three_dead_and_one_at_switch_off(
             assert failing.url in body
             for secret_text in (secret, RECEIVER_TOKEN, SMTP_PASSWORD, *payload):
                 assert secret_text not in str(message)
+
+
+def test_a_410_switches_the_endpoint_off_at_once_with_one_email_that_says_so(
+    settings: Settings, sessions: sessionmaker[Session], tls: Authority
+) -> None:
+    mailbox = _mailbox()
+    _club_with_admins(sessions)
+    with smtp_server(mailbox) as port, serving(tls, status=410) as gone:
+        hooks = _hooks(settings, tls, port)
+        endpoint_id, _ = _endpoint(sessions, hooks, gone.url)
+        tomorrow = timestamps.utc_now() + timedelta(days=1)
+        publish_registrations(sessions, at=tomorrow)  # still waiting at the switch-off
+        _publish(sessions, 1)
+        _work_until(hooks, sessions, lambda: len(mailbox.messages) >= 2, linger=1.5)
+    assert len(gone.received) == 1
+    assert sorted(delivery_statuses(sessions)) == [("dead", 1), ("skipped", 0)]
+    endpoint = _endpoint_row(sessions, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.dead_in_a_row) == (
+        False,
+        "gone",
+        1,
+    )
+    assert sorted(m["To"] for m in mailbox.messages) == sorted(ADMINS)
+    for message in mailbox.messages:
+        body = message.get_content()
+        assert message["Subject"] == f"Webhook endpoint switched off: {gone.url}"
+        assert "because its receiver answered 410 Gone" in body
+        assert "Last answer from the receiver: HTTP 410" in body
+        assert "in a row" not in body
+    with sessions.begin() as session:
+        endpoints.enable_endpoint(session, endpoint.club_id, endpoint_id, EPOCH)
+    endpoint = _endpoint_row(sessions, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.dead_in_a_row) == (True, None, 0)
 
 
 def test_a_recovery_arms_the_warning_again(

@@ -142,6 +142,22 @@ def test_send_test_says_what_went_wrong_in_plain_words(
         assert session.scalars(select(Endpoint.dead_in_a_row)).one() == 0
 
 
+def test_a_send_test_answered_410_says_so_and_switches_nothing_off(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings, tls: Authority
+) -> None:
+    with serving(tls, status=410) as gone:
+        endpoint_id = _endpoint(sessions, hooks, gone.url, "granite")
+        response = web.submit(f"{TAB}/{endpoint_id}/test")
+    said = "the receiver answered 410 Gone: it wants no more webhooks, and a delivery answered "
+    said += "so switches the endpoint off; a test switches nothing off"
+    assert re.search(rf"Send test: failed: {said} \(after \d+ ms\)</p>", response.text)
+    assert re.search(rf'<td class="status test failed">Test failed: {said} \(after', response.text)
+    with sessions() as session:
+        endpoint = session.get_one(Endpoint, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.dead_in_a_row) == (True, None, 0)
+    assert 'aria-checked="true"' in part(response.text, f'id="endpoint-{endpoint_id}"', "</form>")
+
+
 def test_each_delivery_names_its_event_and_a_send_test_offers_no_retry(
     web: Browser, sessions: sessionmaker[Session], hooks: Settings, tls: Authority
 ) -> None:

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import off_reasons
 from clubwire.services import endpoints
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
@@ -161,7 +162,9 @@ def test_an_endpoint_switched_off_meanwhile_is_a_form_error(
 ) -> None:
     token = _confirmation(web, world)
     with sessions.begin() as session:
-        endpoints.disable_endpoint(session, world.club_id, world.endpoint_id, EPOCH)
+        endpoints.disable_endpoint(
+            session, world.club_id, world.endpoint_id, EPOCH, off_reasons.OffReason.STAFF
+        )
     assert f'action="{world.form}"' not in web.get(TAB).text
     answer = web.post(world.form, {**WINDOW, "confirmation": token})
     assert answer.status_code == 422

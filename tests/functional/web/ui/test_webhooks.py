@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from clubwire.domain import delivering
+from clubwire.domain import off_reasons
 from clubwire.domain.sealing import Sealer
 from clubwire.services import clubs, endpoints, secret_keys
 from clubwire.services.delivery import events
@@ -243,9 +243,49 @@ def test_the_enabled_switch(web: Browser, sessions: sessionmaker[Session]) -> No
     assert not _endpoints(sessions)[0].enabled
     card = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}"', "</article>")
     assert 'role="switch" aria-checked="false"' in card
-    assert "Switched off by a user, since <time" in card
+    assert "Switched off by a club admin, since <time" in card
+    assert _endpoints(sessions)[0].disabled_reason == "staff"
     web.post(f"{TAB}/{endpoint.id}/enable")
-    assert _endpoints(sessions)[0].enabled
+    assert (_endpoints(sessions)[0].enabled, _endpoints(sessions)[0].disabled_reason) == (
+        True,
+        None,
+    )
+
+
+def test_a_superadmin_switching_an_endpoint_off_is_recorded_as_one(
+    hooks: Settings, sessions: sessionmaker[Session]
+) -> None:
+    with sessions.begin() as session:
+        endpoint, _ = make_endpoint(session, make_club(session, "granite"), hooks)
+    make_staff(sessions, "sue@platform.example", superadmin=True)
+    with browser(hooks) as web:
+        web.sign_in("sue@platform.example")
+        web.get(TAB)
+        assert web.post(f"{TAB}/{endpoint.id}/disable").status_code == 303
+        card = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}"', "</article>")
+    assert "Switched off by a superadmin, since <time" in card
+    assert _endpoints(sessions)[0].disabled_reason == "superadmin"
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        ("gone", "Switched off: the receiver answered 410 Gone"),
+        ("dead_in_a_row", "Switched off after 5 dead deliveries in a row"),
+        ("Switched off by a user", "Switched off"),
+        ("<script>alert(1)</script>", "Switched off"),
+    ],
+)
+def test_a_switched_off_endpoint_words_its_reason(
+    web: Browser, sessions: sessionmaker[Session], reason: str, words: str
+) -> None:
+    _create(web)
+    (endpoint,) = _endpoints(sessions)
+    with sessions.begin() as session:
+        switched = session.get_one(Endpoint, endpoint.id)
+        switched.enabled, switched.disabled_reason, switched.disabled_at = False, reason, EPOCH
+    off = part(web.get(TAB).text, f'id="endpoint-{endpoint.id}-off">', "</p>")
+    assert off.startswith(f'{words}, since <time datetime="2026-01-05T12:00:00.000Z">')
 
 
 def _switched_off_with_skipped(sessions: sessionmaker[Session], endpoint_id: str) -> None:
@@ -253,7 +293,7 @@ def _switched_off_with_skipped(sessions: sessionmaker[Session], endpoint_id: str
     with sessions.begin() as session:
         club = clubs.get_club(session, "granite")
         endpoints.disable_endpoint(
-            session, club.id, endpoint_id, EPOCH, delivering.SWITCHED_OFF_REASON
+            session, club.id, endpoint_id, EPOCH, off_reasons.OffReason.DEAD_IN_A_ROW
         )
         session.get_one(Endpoint, endpoint_id).dead_in_a_row = 5
         for _ in range(2):

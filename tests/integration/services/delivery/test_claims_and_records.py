@@ -11,17 +11,19 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import event_catalog
+from clubwire.domain import event_catalog, off_reasons
 from clubwire.domain.delivering import Job, Result, RetrySchedule, judge
 from clubwire.services import endpoints
 from clubwire.services.delivery import claims, deliveries, events, records
+from clubwire.services.mail import notifications
 from clubwire.settings import Settings
 from clubwire.storage import database, queue
-from clubwire.storage.models import Attempt, Club, Delivery, Endpoint
+from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, OutboxEmail
 from clubwire.storage.queue import START, Want, postgres, rows
-from tests.factories import EPOCH, make_club, make_endpoint, registration
+from tests.factories import EPOCH, make_club, make_endpoint, make_staff, registration
 
 SCHEDULE = RetrySchedule((60, 300, 1800, 7200, 43200))
+GONE = 410
 LEASE = timedelta(seconds=60)
 ME, OTHER = "wkr_me", "wkr_other"
 
@@ -56,24 +58,26 @@ def _record(
     at: timedelta = timedelta(),
     code: int | None = None,
     token: str = ME,
+    mail: notifications.FailureMail | None = None,
 ) -> None:
     """Record the attempts, then give their lanes back, as a worker does."""
     now = EPOCH + at
+    answered = code if code is not None else (200 if ok else 500)
     results = [
         Result(
             job,
             now,
             ok,
-            code if code is not None else (200 if ok else 500),
+            answered,
             None,
             12,
             "body",
-            judge(job, ok, now, SCHEDULE, random.random()),
+            judge(job, ok, now, SCHEDULE, random.random(), code=answered),
         )
         for job in jobs
     ]
     with sessions.begin() as session:
-        records.record(session, results, now)
+        records.record(session, results, now, mail)
     with sessions.begin() as session:
         claims.give_back(session, sorted({job.endpoint_id for job in jobs}), token, now)
 
@@ -227,7 +231,7 @@ def test_five_dead_in_a_row_switch_the_endpoint_off(
     _kill(sessions, 5)
     endpoint = _endpoint(sessions, endpoint_id)
     assert (endpoint.enabled, endpoint.dead_in_a_row) == (False, 5)
-    assert endpoint.disabled_reason == "Switched off after 5 dead deliveries in a row"
+    assert endpoint.disabled_reason == "dead_in_a_row"
     assert endpoint.disabled_at is not None
     with sessions() as session:
         statuses = sorted(d.status for d in session.scalars(select(Delivery)))
@@ -238,6 +242,109 @@ def test_five_dead_in_a_row_switch_the_endpoint_off(
         )
     assert resent == 1
     assert _endpoint(sessions, endpoint_id).dead_in_a_row == 0
+
+
+def _wait_later(sessions: sessionmaker[Session], club_id: str) -> None:
+    """One more delivery, due in a month: still waiting when the endpoint is switched off."""
+    with sessions.begin() as session:
+        club = session.get_one(Club, club_id)
+        events.publish(
+            session, club, "registration.created", registration(), EPOCH + timedelta(days=30)
+        )
+
+
+def _statuses(sessions: sessionmaker[Session]) -> list[tuple[str, int]]:
+    with sessions() as session:
+        return sorted((d.status, d.attempt) for d in session.scalars(select(Delivery)))
+
+
+def test_a_410_kills_the_delivery_and_switches_the_endpoint_off_at_once(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    club_id, endpoint_id = _world(sessions, settings)
+    _wait_later(sessions, club_id)
+    _record(sessions, _claim(sessions), ok=False, code=GONE, at=timedelta(seconds=3))
+    endpoint = _endpoint(sessions, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.dead_in_a_row) == (
+        False,
+        "gone",
+        1,
+    )
+    assert endpoint.disabled_at == EPOCH + timedelta(seconds=3)
+    assert endpoint.last_response_code == GONE
+    assert _statuses(sessions) == [("dead", 1), ("skipped", 0)]
+    with sessions.begin() as session:
+        _, resent = endpoints.enable_endpoint(
+            session, club_id, endpoint_id, EPOCH, resend_skipped=True
+        )
+    endpoint = _endpoint(sessions, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.dead_in_a_row) == (True, None, 0)
+    assert resent == 1
+
+
+def test_a_gone_endpoint_is_switched_off_and_its_admins_told_once(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Two 410s in one batch, then one more of a delivery that was in flight: one switch-off
+    (its time the first one's), one email to each admin."""
+    club_id, endpoint_id = _world(sessions, settings, count=3)
+    make_staff(sessions, "ann@granite.example", clubs=["granite"])
+    make_staff(sessions, "bob@granite.example", clubs=["granite"])
+    mail = notifications.FailureMail("https://hooks.granite.example")
+    first, second, in_flight = _claim(sessions)
+    _record(sessions, [first, second], ok=False, code=GONE, mail=mail)
+    _record(sessions, [in_flight], ok=False, code=GONE, at=timedelta(seconds=9), mail=mail)
+    endpoint = _endpoint(sessions, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.disabled_at) == (
+        False,
+        "gone",
+        EPOCH,
+    )
+    assert _statuses(sessions) == [("dead", 1), ("dead", 1), ("skipped", 0)]
+    with sessions() as session:
+        emails = session.scalars(select(OutboxEmail).order_by(OutboxEmail.recipient)).all()
+    assert [e.recipient for e in emails] == ["ann@granite.example", "bob@granite.example"]
+    assert all("receiver answered 410 Gone" in e.body for e in emails)
+    assert all("in a row" not in e.body for e in emails)
+    assert {e.club_id for e in emails} == {club_id}
+
+
+def test_a_send_test_answered_410_switches_nothing_off(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    club_id, endpoint_id = _world(sessions, settings)
+    with sessions.begin() as session:
+        club = session.get_one(Club, club_id)
+        ping = claims.create_test_job(session, club, endpoint_id, EPOCH, LEASE)
+    _record(sessions, [ping], ok=False, code=GONE)
+    endpoint = _endpoint(sessions, endpoint_id)
+    assert (endpoint.enabled, endpoint.disabled_reason, endpoint.dead_in_a_row) == (True, None, 0)
+    assert _statuses(sessions) == [("dead", 1), ("pending", 0)]  # the ping; the delivery waits
+
+
+def test_one_batch_switches_one_endpoint_off_as_gone_and_another_as_dead_in_a_row(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    with sessions.begin() as session:
+        club = make_club(session)
+        gone, _ = make_endpoint(session, club, settings)
+        failing, _ = make_endpoint(session, club, settings)
+        events.publish(session, club, "registration.created", registration(), EPOCH)
+        session.get_one(Endpoint, failing.id).dead_in_a_row = 4
+    codes = {gone.id: GONE, failing.id: 503}
+    last_try = RetrySchedule(())  # each failed attempt is its delivery's last
+    results = [
+        Result(
+            job, EPOCH, False, code, None, 12, "", judge(job, False, EPOCH, last_try, 0, code=code)
+        )
+        for job, code in ((job, codes[job.endpoint_id]) for job in _claim(sessions))
+    ]
+    with sessions.begin() as session:
+        records.record(session, results, EPOCH)
+    with sessions() as session:
+        off = session.execute(select(Endpoint.id, Endpoint.enabled, Endpoint.disabled_reason))
+        reasons = {endpoint_id: (enabled, reason) for endpoint_id, enabled, reason in off}
+    assert reasons == {gone.id: (False, "gone"), failing.id: (False, "dead_in_a_row")}
 
 
 def test_a_success_resets_dead_in_a_row(
@@ -298,7 +405,9 @@ def test_retry_of_a_dead_delivery_makes_one_attempt(
 def test_retry_needs_the_endpoint_on(sessions: sessionmaker[Session], settings: Settings) -> None:
     club_id, endpoint_id = _world(sessions, settings)
     with sessions.begin() as session:
-        endpoints.disable_endpoint(session, club_id, endpoint_id, EPOCH)
+        endpoints.disable_endpoint(
+            session, club_id, endpoint_id, EPOCH, off_reasons.OffReason.STAFF
+        )
     with sessions.begin() as session, pytest.raises(errors.InvalidInput, match="switched off"):
         deliveries.retry(session, club_id, _delivery(sessions).id, EPOCH)
 
@@ -421,7 +530,7 @@ def test_lanes_are_leased_once_each_the_longest_waiting_first(
         idle = make_endpoint(session, club, settings)[0]
         for _ in range(3):
             events.publish(session, club, "registration.created", registration(), EPOCH)
-        endpoints.disable_endpoint(session, club.id, idle.id, EPOCH)
+        endpoints.disable_endpoint(session, club.id, idle.id, EPOCH, off_reasons.OffReason.STAFF)
     newest, middle, oldest = made
     with sessions.begin() as session:
         session.execute(

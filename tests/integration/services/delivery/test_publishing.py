@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from clubwire import errors
-from clubwire.domain import event_catalog
+from clubwire.domain import event_catalog, off_reasons
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
@@ -53,7 +53,7 @@ def test_a_disabled_endpoint_gets_its_delivery_as_skipped(
 ) -> None:
     club = make_club(session)
     endpoint, _ = make_endpoint(session, club, settings)
-    endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH)
+    endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH, off_reasons.OffReason.STAFF)
     events.publish(session, club, "registration.created", registration(), EPOCH)
     assert [(d.status, d.next_attempt_at) for d in _deliveries(session)] == [("skipped", None)]
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import event_catalog, replay_window
+from clubwire.domain import event_catalog, off_reasons, replay_window
 from clubwire.domain.delivering import Status, Trigger
 from clubwire.domain.replay_window import Replay, Window
 from clubwire.services import clubs, endpoints
@@ -178,7 +178,9 @@ def test_nothing_is_replayed_while_off(
     club, endpoint = setup
     make_delivery(session, club, endpoint, _at(12, 1))
     if what == "endpoint":
-        endpoints.disable_endpoint(session, club.id, endpoint.id, EPOCH)
+        endpoints.disable_endpoint(
+            session, club.id, endpoint.id, EPOCH, off_reasons.OffReason.STAFF
+        )
     else:
         clubs.set_webhooks_module(session, club.slug, False, EPOCH)
     session.commit()

@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
+from clubwire.domain import off_reasons
 from clubwire.domain.delivering import Result, RetrySchedule, judge
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import claims, deliveries, events, records
@@ -81,7 +82,7 @@ def _staff(session: Session, rng: random.Random, now: datetime) -> None:
             with contextlib.suppress(errors.InvalidInput):  # refused while off: nothing moves
                 deliveries.retry(session, club.id, rng.choice(ids), now)
     elif action == "off":
-        endpoints.disable_endpoint(session, club.id, endpoint.id, now)
+        endpoints.disable_endpoint(session, club.id, endpoint.id, now, off_reasons.OffReason.STAFF)
     elif action in ("on", "resend"):
         endpoints.enable_endpoint(session, club.id, endpoint.id, now, action == "resend")
     elif action == "module":
