@@ -28,6 +28,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float
+    raw_headers: tuple[tuple[bytes, bytes], ...] = ()  # each as it came, name and value bytes
 
 
 @dataclass
@@ -51,7 +52,10 @@ class Receiver:
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
         with self.arrived:
-            self.received.append(Received(dict(request.headers), body, time.monotonic()))
+            arrived = Received(
+                dict(request.headers), body, time.monotonic(), tuple(request.raw_headers)
+            )
+            self.received.append(arrived)
             self.arrived.notify_all()
         if self.hang:
             await asyncio.sleep(3600)

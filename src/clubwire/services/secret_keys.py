@@ -120,10 +120,11 @@ def _resealed_endpoint(
     old: sealing.Sealer, new: sealing.Sealer, endpoint_id: str, secret: str, headers: str | None
 ) -> dict[str, str | None]:
     """One endpoint's sealed values sealed with ``new``: its secret, its headers if any."""
+    of = f"of endpoint {endpoint_id}"
     resealed = {"id": endpoint_id, "headers_sealed": None}
-    resealed["secret_sealed"] = _resealed(old, new, secret, f"the signing secret of {endpoint_id}")
+    resealed["secret_sealed"] = _resealed(old, new, secret, f"the signing secret {of}")
     if headers is not None:
-        resealed["headers_sealed"] = _resealed(old, new, headers, f"the headers of {endpoint_id}")
+        resealed["headers_sealed"] = _resealed(old, new, headers, f"the headers {of}")
     return resealed
 
 

@@ -43,7 +43,7 @@ def headers(job: Job, secret: str, timestamp: int, own: Sequence[Header] = ()) -
         signing.HEADER: signing.sign(secret, timestamp, job.body),
         **standard_signing.headers(secret, message_id, timestamp, job.body),
     }
-    return custom_headers.beside(ours, own)
+    return custom_headers.beside(ours, own) if own else ours
 
 
 class Attempter:
