@@ -28,6 +28,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float
+    raw_headers: tuple[tuple[bytes, bytes], ...] = ()  # each as it came, name and value bytes
     in_flight: int = 1  # requests the receiver was answering as this one arrived, itself included
 
 
@@ -55,7 +56,13 @@ class Receiver:
         body = await request.read()
         with self.arrived:
             self.in_flight += 1
-            received = Received(dict(request.headers), body, time.monotonic(), self.in_flight)
+            received = Received(
+                dict(request.headers),
+                body,
+                time.monotonic(),
+                tuple(request.raw_headers),
+                self.in_flight,
+            )
             self.received.append(received)
             self.arrived.notify_all()
         try:

@@ -23,6 +23,14 @@ class InvalidInput(ClubwireError):
     code = "invalid_input"
 
 
+class BadHeaders(InvalidInput):
+    """These headers cannot be sent with an endpoint's deliveries."""
+
+    def __init__(self, detail: str | None = None, part: str = "headers") -> None:
+        super().__init__(detail)
+        self.part = part  # what is refused: a header's "name", its "value", or the "headers"
+
+
 class NotFound(ClubwireError):
     """Not found."""
 

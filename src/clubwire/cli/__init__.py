@@ -31,6 +31,7 @@ from clubwire.domain import text
 __all__ = ["cli", "main"]
 
 SHOWN_ARGUMENT = 60  # characters of a refused argument quoted in its error
+UNQUOTED = ("--header",)  # options whose arguments may hold a secret: never quoted
 MAX_MESSAGE = 2000
 
 
@@ -55,9 +56,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _check_arguments(args: Sequence[str]) -> None:
     """Every argument may end up stored (a name, an email, a slug): one the database cannot
-    hold is refused before any command runs, file names included."""
-    for arg in args:
-        base.storable(arg, f'the argument "{text.cleaned(arg, SHOWN_ARGUMENT)}"')
+    hold is refused before any command runs, file names included, quoted unless it may hold
+    a secret."""
+    for before, arg in zip(["", *args], args, strict=False):
+        option = next((o for o in UNQUOTED if before == o or arg.startswith(f"{o}=")), None)
+        shown = f"of {option}" if option else f'"{text.cleaned(arg, SHOWN_ARGUMENT)}"'
+        base.storable(arg, f"the argument {shown}")
 
 
 def _fail(message: str, code: int) -> None:

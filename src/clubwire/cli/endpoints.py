@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,37 +20,52 @@ from clubwire.cli.base import (
     settings,
     transaction,
 )
-from clubwire.domain import delivering, max_rates, off_reasons, timestamps
+from clubwire.domain import custom_headers, delivering, max_rates, off_reasons, timestamps
+from clubwire.domain.custom_headers import Header
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import attempts, pings
 from clubwire.settings import Settings
 
+T = TypeVar("T")
 EVENT_OPTION = click.option(
     "--event", "kinds", multiple=True, help="An event kind to subscribe to; repeat for more."
 )
 
 
-class MaxRate(click.ParamType[max_rates.MaxRate, str]):
-    """A max rate on the command line: a number of deliveries per second, or ``none``."""
+class ReadBy(click.ParamType[T, str]):
+    """An option's value read by ``read`` (a service's reader): what it refuses is a usage
+    error in its words (which never quote a header's value)."""
 
-    name = "max rate"
+    def __init__(self, name: str, read: Callable[[str], T]) -> None:
+        self.name = name
+        self._read = read
 
-    def convert(
-        self, value: str, param: click.Parameter | None, ctx: click.Context | None
-    ) -> max_rates.MaxRate:
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> T:
         try:
-            return endpoints.read_max_rate(value)
+            return self._read(value)
         except errors.InvalidInput as exc:
             self.fail(exc.detail, param, ctx)
 
 
 MAX_RATE_OPTION = click.option(
     "--max-rate",
-    type=MaxRate(),
+    type=ReadBy("max rate", endpoints.read_max_rate),
     default=None,
     metavar="N|none",
     help=f"At most N deliveries per second, {max_rates.LOWEST} to {max_rates.HIGHEST}; none: "
     "no limit (an endpoint starts without one).",
+)
+
+
+HEADER_OPTION = click.option(
+    "--header",
+    "headers",
+    type=ReadBy("header", endpoints.read_header),
+    multiple=True,
+    metavar='"NAME: VALUE"',
+    help="A header sent with every delivery, such as an API gateway's key; repeat for more "
+    f"(at most {custom_headers.MAX_HEADERS}). One of the same name is replaced. Its value is "
+    "never shown again.",
 )
 
 
@@ -62,18 +79,31 @@ def endpoint() -> None:
 @click.argument("url")
 @EVENT_OPTION
 @MAX_RATE_OPTION
+@HEADER_OPTION
 @JSON_OPTION
 def endpoint_create(
-    slug: str, url: str, kinds: tuple[str, ...], max_rate: max_rates.MaxRate | None, as_json: bool
+    slug: str,
+    url: str,
+    kinds: tuple[str, ...],
+    max_rate: max_rates.MaxRate | None,
+    headers: tuple[Header, ...],
+    as_json: bool,
 ) -> None:
     """Register an https URL for the events given; prints its id and signing secret (once)."""
     current = settings()
     with transaction(current) as session:
         club = clubs.get_club(session, slug)
         created, secret = endpoints.create_endpoint(
-            session, club, url, kinds, timestamps.utc_now(), current, max_rate=max_rate
+            session,
+            club,
+            url,
+            kinds,
+            timestamps.utc_now(),
+            current,
+            max_rate=max_rate,
+            headers=headers,
         )
-        record = endpoints.describe(created)
+        record = endpoints.describe(created, current)
     if as_json:
         print_json({"id": record["id"], "secret": secret, **record})
         return
@@ -86,9 +116,11 @@ def endpoint_create(
 @JSON_OPTION
 def endpoint_list(slug: str, as_json: bool) -> None:
     """List the club's endpoints and their health (and why each one off is off)."""
-    with transaction(settings()) as session:
+    current = settings()
+    with transaction(current) as session:
         club_id = clubs.get_club(session, slug).id
-        records = [endpoints.describe(e) for e in endpoints.list_endpoints(session, club_id)]
+        found = endpoints.list_endpoints(session, club_id)
+        records = [endpoints.describe(e, current) for e in found]
     if as_json:
         print_json(records)
         return
@@ -97,6 +129,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             cell(r["id"]),
             cell(r["url"]),
             ",".join(r["events"]),  # type: ignore[arg-type]
+            ",".join(r["headers"]) or "-",  # type: ignore[arg-type]
             "on" if r["enabled"] else "off",
             "none" if r["maxRate"] is None else f"{r['maxRate']}/s",
             f"{r['deadInARow']} of 5",
@@ -112,6 +145,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             "ID",
             "URL",
             "EVENTS",
+            "HEADERS",
             "ENABLED",
             "MAX RATE",
             "DEAD IN A ROW",
@@ -135,16 +169,26 @@ def _why_off(record: dict[str, object]) -> str:
 @click.option("--url", default=None, help="A new https URL.")
 @EVENT_OPTION
 @MAX_RATE_OPTION
+@HEADER_OPTION
+@click.option(
+    "--remove-header",
+    "removed",
+    multiple=True,
+    metavar="NAME",
+    help="Stop sending the header of this name; repeat for more.",
+)
 @JSON_OPTION
 def endpoint_update(
     endpoint_id: str,
     url: str | None,
     kinds: tuple[str, ...],
     max_rate: max_rates.MaxRate | None,
+    headers: tuple[Header, ...],
+    removed: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Change an endpoint's URL, its events (--event replaces the whole list) and/or its max
-    rate (--max-rate none removes it)."""
+    """Change an endpoint's URL, its events (--event replaces the whole list), its max rate
+    (--max-rate none removes it) and/or its headers (--remove-header first, then --header)."""
     current = settings()
     with transaction(current) as session:
         club_id = endpoints.club_of_endpoint(session, endpoint_id)
@@ -157,8 +201,10 @@ def endpoint_update(
             url=url,
             kinds=kinds or None,
             max_rate=max_rate,
+            headers=headers,
+            removed=removed,
         )
-        record = endpoints.describe(changed)
+        record = endpoints.describe(changed, current)
     _report(record, as_json, f"Updated {endpoint_id}.")
 
 
@@ -170,13 +216,14 @@ def endpoint_update(
 @JSON_OPTION
 def endpoint_enable(endpoint_id: str, resend_skipped: bool, as_json: bool) -> None:
     """Switch an endpoint on (dead in a row starts again at 0)."""
-    with transaction(settings()) as session:
+    current = settings()
+    with transaction(current) as session:
         club_id = endpoints.club_of_endpoint(session, endpoint_id)
         enabled, resent = endpoints.enable_endpoint(
             session, club_id, endpoint_id, timestamps.utc_now(), resend_skipped
         )
         skipped = endpoints.count_skipped(session, club_id, endpoint_id)
-        record = {**endpoints.describe(enabled), "resent": resent}
+        record = {**endpoints.describe(enabled, current), "resent": resent}
     hint = f" {skipped} skipped deliveries can be sent with --resend-skipped." if skipped else ""
     sent = f" Queued {resent} skipped deliveries." if resent else ""
     _report(record, as_json, f"Enabled {endpoint_id}.{sent}{hint}")
@@ -188,12 +235,13 @@ def endpoint_enable(endpoint_id: str, resend_skipped: bool, as_json: bool) -> No
 def endpoint_disable(endpoint_id: str, as_json: bool) -> None:
     """Switch an endpoint off; what it would have received is kept as skipped. The operator
     runs this, so its reason reads "Switched off by a superadmin"."""
-    with transaction(settings()) as session:
+    current = settings()
+    with transaction(current) as session:
         club_id = endpoints.club_of_endpoint(session, endpoint_id)
         disabled = endpoints.disable_endpoint(
             session, club_id, endpoint_id, timestamps.utc_now(), off_reasons.OffReason.SUPERADMIN
         )
-        record = endpoints.describe(disabled)
+        record = endpoints.describe(disabled, current)
     _report(record, as_json, f"Disabled {endpoint_id}.")
 
 

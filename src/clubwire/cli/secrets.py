@@ -22,7 +22,7 @@ from clubwire.settings import MIN_SECRET_LENGTH
 
 @cli.group("secrets")
 def secrets_group() -> None:
-    """The secret key that encrypts webhook signing secrets at rest."""
+    """The secret key that encrypts webhook signing secrets (and endpoints' headers) at rest."""
 
 
 @secrets_group.command("rekey")
@@ -37,8 +37,9 @@ def secrets_group() -> None:
 def rekey(old_key_file: str) -> None:
     """Re-seal the stored secrets with the new key in CLUBWIRE_SECRET_KEY.
 
-    Every endpoint's signing secret is opened with the old key and sealed with the new one,
-    in one transaction: all or nothing. Stop every serve and worker first.
+    Every endpoint's signing secret, and its headers of its own, is opened with the old key
+    and sealed with the new one, in one transaction: all or nothing. Stop every serve and
+    worker first.
     """
     current = settings()
     old, new = _old_key(old_key_file), current.secret_key_value()

@@ -88,7 +88,8 @@ class Verdict:
 class Job:
     """A claimed delivery: everything one attempt needs. ``lease_until`` is when the lease of
     its endpoint's lane (``lease``, the lease's token) runs out, as it stood at the claim;
-    a Send test has no lane (``lease`` is None)."""
+    a Send test has no lane (``lease`` is None). ``headers_sealed``: the endpoint's headers of
+    its own, sealed (None: it has none)."""
 
     delivery_id: str
     club_id: str
@@ -102,6 +103,7 @@ class Job:
     trigger: Trigger
     lease_until: datetime
     lease: str | None = None
+    headers_sealed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,12 @@
-"""Webhook endpoints: create, change, switch on and off, rotate the secret, delete."""
+"""Webhook endpoints: create, change (their headers of their own too), switch on and off,
+rotate the secret, delete."""
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from sqlalchemy import CursorResult, Executable, func, select, update
 from sqlalchemy.orm import Session
@@ -13,12 +14,15 @@ from sqlalchemy.orm import Session
 from clubwire import errors, ids
 from clubwire.domain import (
     addresses,
+    custom_headers,
     event_catalog,
     max_rates,
     off_reasons,
+    sealing,
     timestamps,
     webhook_secrets,
 )
+from clubwire.domain.custom_headers import Header
 from clubwire.domain.delivering import Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
@@ -26,6 +30,8 @@ from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint
 
 Resolve = Callable[[str, int], list[str]]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def create_endpoint(
@@ -37,12 +43,15 @@ def create_endpoint(
     settings: Settings,
     resolve: Resolve | None = None,
     max_rate: max_rates.MaxRate | None = None,
+    headers: Sequence[Header] = (),
 ) -> tuple[Endpoint, str]:
     """Register a receiver URL; returns the endpoint and its signing secret (shown once).
-    ``max_rate``: deliveries a second at most (None or NO_LIMIT: no limit)."""
+    ``max_rate``: deliveries a second at most (None or NO_LIMIT: no limit); ``headers``: its
+    headers of its own."""
     subscribed = subscribable(kinds)
     checked = check_url(url, settings, resolve)
     rate = max_rates.NO_LIMIT if max_rate is None else read_max_rate(max_rate)
+    own = changed_headers((), headers)
     # The club's row is locked first (on PostgreSQL), so that creations racing each other
     # count one after another and the limit holds; SQLite has one writer anyway.
     session.execute(select(Club.id).where(Club.id == club.id).with_for_update())
@@ -53,12 +62,14 @@ def create_endpoint(
             "delete one first."
         )
     secret = webhook_secrets.generate(ids.random_base62)
+    sealer = secret_keys.sealer(session, settings)
     endpoint = Endpoint(
         id=ids.new_id("we"),
         club_id=club.id,
         url=checked,
         events=" ".join(subscribed),
-        secret_sealed=secret_keys.sealer(session, settings).seal(secret),
+        secret_sealed=sealer.seal(secret),
+        headers_sealed=sealed_headers(sealer, own),
         enabled=True,
         dead_in_a_row=0,
         max_rate=_stored(rate),
@@ -102,9 +113,12 @@ def update_endpoint(
     kinds: Iterable[str] | None = None,
     resolve: Resolve | None = None,
     max_rate: max_rates.MaxRate | None = None,
+    headers: Sequence[Header] = (),
+    removed: Sequence[str] = (),
 ) -> Endpoint:
     """Change the URL, the subscribed events and/or the max rate (``max_rates.NO_LIMIT`` clears
-    it); what is None stays as it is."""
+    it); what is None stays as it is. Headers of its own: those named in ``removed`` are taken
+    out, then each of ``headers`` is set, replacing one of the same name."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
     rate = None if max_rate is None else read_max_rate(max_rate)
     if url is not None:
@@ -113,6 +127,10 @@ def update_endpoint(
         endpoint.events = " ".join(subscribable(kinds))
     if rate is not None:
         endpoint.max_rate = _stored(rate)
+    if headers or removed:
+        sealer = secret_keys.sealer(session, settings)
+        own = changed_headers(_opened_headers(sealer, endpoint), headers, removed)
+        endpoint.headers_sealed = sealed_headers(sealer, own)
     endpoint.updated_at = now
     _tell_workers(session, endpoint)
     return endpoint
@@ -263,13 +281,65 @@ def _resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-def describe(endpoint: Endpoint) -> dict[str, object]:
-    """The endpoint as lists show it (never its secret); ``disabledReason`` is the code
-    (``off_reasons.OffReason``), which ``off_reasons.in_words`` words for people."""
+def read_header(line: str) -> Header:
+    """A header of an endpoint's own written ``Name: value`` (the command line); BadHeaders
+    saying what is wrong, never with the value."""
+    return _headers_checked(custom_headers.parse, line)
+
+
+def read_header_fields(name: str, value: str) -> Header:
+    """A header of an endpoint's own typed as a name and a value (a form); as ``read_header``."""
+    return _headers_checked(custom_headers.header, name, value)
+
+
+def changed_headers(
+    saved: Sequence[Header], given: Sequence[Header], removed: Sequence[str] = ()
+) -> tuple[Header, ...]:
+    """``saved`` changed as ``custom_headers.changed`` says; BadHeaders saying what is wrong."""
+    return _headers_checked(custom_headers.changed, saved, given, removed)
+
+
+def _headers_checked(read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``read``'s answer; its refusal as BadHeaders, telling which part it refused."""
+    try:
+        return read(*args, **kwargs)
+    except custom_headers.BadName as exc:
+        raise errors.BadHeaders(str(exc), part="name") from None
+    except custom_headers.BadValue as exc:
+        raise errors.BadHeaders(str(exc), part="value") from None
+    except custom_headers.BadHeader as exc:
+        raise errors.BadHeaders(str(exc)) from None
+
+
+def sealed_headers(sealer: sealing.Sealer, headers: Sequence[Header]) -> str | None:
+    """Headers of an endpoint's own as stored: one sealed document, or NULL for none."""
+    return sealer.seal(custom_headers.dumps(headers)) if headers else None
+
+
+def header_names(endpoint: Endpoint, settings: Settings) -> list[str]:
+    """The names of the endpoint's headers of its own, in order (never their values)."""
+    sealer = sealing.Sealer(settings.secret_key_value())
+    return [found.name for found in _opened_headers(sealer, endpoint)]
+
+
+def _opened_headers(sealer: sealing.Sealer, endpoint: Endpoint) -> tuple[Header, ...]:
+    if endpoint.headers_sealed is None:
+        return ()
+    try:
+        return custom_headers.loads(sealer.open(endpoint.headers_sealed))
+    except sealing.SealError:
+        raise errors.ConfigurationError(secret_keys.WRONG_KEY) from None
+
+
+def describe(endpoint: Endpoint, settings: Settings) -> dict[str, object]:
+    """The endpoint as lists show it: never its secret, and of its headers, their names;
+    ``disabledReason`` is the code (``off_reasons.OffReason``), which
+    ``off_reasons.in_words`` words for people."""
     return {
         "id": endpoint.id,
         "url": endpoint.url,
         "events": endpoint.events.split(),
+        "headers": header_names(endpoint, settings),
         "maxRate": endpoint.max_rate,
         "enabled": endpoint.enabled,
         "deadInARow": endpoint.dead_in_a_row,

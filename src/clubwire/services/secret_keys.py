@@ -107,21 +107,31 @@ def _opens_a_stored_secret(session: Session, sealer: sealing.Sealer) -> bool:
 
 
 def _reseal_endpoints(session: Session, old: sealing.Sealer, new: sealing.Sealer) -> int:
-    """Every endpoint's secret opened with ``old`` and sealed with ``new``; how many."""
-    rows = session.execute(select(Endpoint.id, Endpoint.secret_sealed)).all()
-    changes = [
-        {"id": id_, "secret_sealed": new.seal(_opened(old, id_, sealed))} for id_, sealed in rows
-    ]
+    """Every endpoint's secret, and its headers of its own if it has any, opened with ``old``
+    and sealed with ``new``; how many endpoints."""
+    rows = session.execute(select(Endpoint.id, Endpoint.secret_sealed, Endpoint.headers_sealed))
+    changes = [_resealed_endpoint(old, new, *row) for row in rows]
     if changes:
         session.execute(update(Endpoint), changes)
     return len(changes)
 
 
-def _opened(old: sealing.Sealer, endpoint_id: str, sealed: str) -> str:
+def _resealed_endpoint(
+    old: sealing.Sealer, new: sealing.Sealer, endpoint_id: str, secret: str, headers: str | None
+) -> dict[str, str | None]:
+    """One endpoint's sealed values sealed with ``new``: its secret, its headers if any."""
+    of = f"of endpoint {endpoint_id}"
+    resealed = {"id": endpoint_id, "headers_sealed": None}
+    resealed["secret_sealed"] = _resealed(old, new, secret, f"the signing secret {of}")
+    if headers is not None:
+        resealed["headers_sealed"] = _resealed(old, new, headers, f"the headers {of}")
+    return resealed
+
+
+def _resealed(old: sealing.Sealer, new: sealing.Sealer, sealed: str, what: str) -> str:
     try:
-        return old.open(sealed)
+        return new.seal(old.open(sealed))
     except sealing.SealError:
         raise errors.InvalidInput(
-            f"The old key does not open the signing secret of endpoint {endpoint_id}: "
-            "nothing was changed."
+            f"The old key does not open {what}: nothing was changed."
         ) from None

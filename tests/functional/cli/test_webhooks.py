@@ -134,6 +134,17 @@ def test_max_rate_is_set_listed_changed_kept_and_cleared(run: Invoke, club: str)
     assert _create_with(run, club)["maxRate"] is None
 
 
+def _usage_errors(run: Invoke, club: str, endpoint_id: str, *flags: str) -> list[str]:
+    """The one line ``endpoint create``, then ``endpoint update``, refuse ``flags`` with."""
+    return [
+        one_line_error(run("endpoint", *command, *flags), code=2)
+        for command in (
+            ("create", club, "https://127.0.0.1:9/other", "--event", "member.updated"),
+            ("update", endpoint_id, "--url", "https://127.0.0.1:9/other"),
+        )
+    ]
+
+
 def _create_with(run: Invoke, club: str, *flags: str) -> dict[str, object]:
     url, kind = "https://127.0.0.1:9/hooks", "member.updated"
     created: dict[str, object] = json.loads(
@@ -159,13 +170,10 @@ def test_a_bad_max_rate_is_refused_in_one_line_and_changes_nothing(
     run: Invoke, club: str, value: str, needle: str
 ) -> None:
     endpoint_id = str(_create_with(run, club, "--max-rate", "7")["id"])
-    for command in (
-        ("create", club, "https://127.0.0.1:9/other", "--event", "member.updated"),
-        ("update", endpoint_id, "--url", "https://127.0.0.1:9/other"),
-    ):
-        line = one_line_error(run("endpoint", *command, "--max-rate", value), code=2)
+    lines = _usage_errors(run, club, endpoint_id, "--max-rate", value)
+    for line, command in zip(lines, ("create", "update"), strict=True):
         assert f"Invalid value for '--max-rate': {needle}" in line
-        assert line.endswith(f"(see: clubwire endpoint {command[0]} --help)")
+        assert line.endswith(f"(see: clubwire endpoint {command} --help)")
     [endpoint] = json.loads(ok(run("endpoint", "list", club, "--json")).out)
     assert (endpoint["url"], endpoint["maxRate"]) == ("https://127.0.0.1:9/hooks", 7)
 
@@ -337,3 +345,91 @@ def test_user_create_reads_the_password_from_stdin(run: Invoke, club: str) -> No
         run("user", "create", "x@granite.example", "--password-stdin", stdin=b"short\n")
     )
     assert "12 characters" in line
+
+
+HEADER_VALUE = "k3y-0f9e-never-printed"
+
+
+def _headers(run: Invoke, club: str) -> object:
+    """The ``headers`` of the club's one endpoint, as ``endpoint list --json`` prints them."""
+    [endpoint] = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    return endpoint["headers"]
+
+
+def test_headers_are_set_listed_by_name_replaced_and_removed(run: Invoke, club: str) -> None:
+    created = _create_with(
+        run, club, "--header", f"X-Api-Key: {HEADER_VALUE}", "--header", "Authorization: Bearer t"
+    )
+    assert created["headers"] == ["X-Api-Key", "Authorization"]
+    endpoint_id = str(created["id"])
+    listed = ok(run("endpoint", "list", club, "--json")).out
+    table = ok(run("endpoint", "list", club)).out
+    assert HEADER_VALUE not in listed + table
+    assert re.search(rf"^{endpoint_id}\s.*\sX-Api-Key,Authorization\s+on\s", table, re.MULTILINE)
+    replace = ("--header", "x-api-key: other", "--remove-header", "AUTHORIZATION")
+    changed = json.loads(ok(run("endpoint", "update", endpoint_id, *replace, "--json")).out)
+    assert changed["headers"] == ["x-api-key"]
+    removed = ok(run("endpoint", "update", endpoint_id, "--remove-header", "X-API-KEY"))
+    assert removed.out.strip() == f"Updated {endpoint_id}."
+    assert _headers(run, club) == []
+
+
+@pytest.mark.parametrize(
+    ("header", "needle"),
+    [
+        (HEADER_VALUE, "A header is written Name: value, with a colon after its name."),
+        (f"X-Api-Key: {HEADER_VALUE}\r\nX-Evil: 1", "The value of X-Api-Key holds a line break"),
+        (f"X-Api-Key: {HEADER_VALUE}\x7f", "The value of X-Api-Key holds a control character"),
+        (f"X-Api-Key: {HEADER_VALUE}é", "The value of X-Api-Key holds a character that is not"),
+        (f"X-Api\u2010Key: {HEADER_VALUE}", "A header's name holds the character U+2010"),
+        (
+            f"X-Api-Key: {HEADER_VALUE}{'x' * 10_000}",
+            "The value of X-Api-Key has 10022 characters: at most 1000.",
+        ),
+        (f"Host: {HEADER_VALUE}", "Host cannot be one of an endpoint's headers: HTTP sends"),
+        (f"x-service-event: {HEADER_VALUE}", "x-service-event cannot be one of an endpoint's"),
+        (f"WEBHOOK-ID: {HEADER_VALUE}", "WEBHOOK-ID cannot be one of an endpoint's headers"),
+        (f"TE: {HEADER_VALUE}", "TE cannot be one of an endpoint's headers: it is a hop-by-hop"),
+    ],
+)
+def test_a_bad_header_is_refused_in_one_line_never_quoted_and_nothing_stored(
+    run: Invoke, club: str, header: str, needle: str
+) -> None:
+    endpoint_id = str(_create_with(run, club, "--header", "X-Kept: kept")["id"])
+    for line in _usage_errors(run, club, endpoint_id, "--header", header):
+        assert f"Invalid value for '--header': {needle}" in line
+        assert HEADER_VALUE not in line
+    assert _headers(run, club) == ["X-Kept"]
+
+
+@pytest.mark.parametrize(
+    "flags", [("--header", "X-Api-Key: {}\x00"), ("--header=X-Api-Key: {}\x00",)]
+)
+def test_a_header_holding_nul_is_refused_without_quoting_it(
+    run: Invoke, club: str, flags: tuple[str, ...]
+) -> None:
+    endpoint_id = str(_create_with(run, club)["id"])
+    given = [flag.format(HEADER_VALUE) for flag in flags]
+    line = one_line_error(run("endpoint", "update", endpoint_id, *given))
+    assert line == (
+        "clubwire: error: the argument of --header must not contain NUL characters (\\u0000)"
+    )
+    assert _headers(run, club) == []
+
+
+def test_an_eleventh_header_or_one_not_there_is_refused_and_nothing_changes(
+    run: Invoke, club: str
+) -> None:
+    ten = [flag for i in range(10) for flag in ("--header", f"X-Own-{i}: {HEADER_VALUE}")]
+    eleventh = ("--header", f"X-Own-10: {HEADER_VALUE}")
+    too_many = (
+        "clubwire: error: An endpoint has at most 10 headers of its own, and this would make 11: "
+        "remove one first."
+    )
+    create = ("endpoint", "create", club, "https://127.0.0.1:9/x", "--event", "member.updated")
+    assert one_line_error(run(*create, *ten, *eleventh)) == too_many
+    endpoint_id = str(_create_with(run, club, *ten)["id"])
+    assert one_line_error(run("endpoint", "update", endpoint_id, *eleventh)) == too_many
+    gone = run("endpoint", "update", endpoint_id, "--remove-header", "X-Gone")
+    assert one_line_error(gone) == "clubwire: error: X-Gone is not one of this endpoint's headers."
+    assert _headers(run, club) == [f"X-Own-{i}" for i in range(10)]

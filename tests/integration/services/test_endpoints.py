@@ -37,7 +37,7 @@ def test_create_returns_the_secret_once_and_stores_it_sealed(
     stored = session.execute(text("SELECT * FROM endpoints")).one()
     assert all(secret not in str(column) for column in stored)
     assert Sealer(settings.secret_key_value()).open(endpoint.secret_sealed) == secret
-    assert secret not in str(endpoints.describe(endpoint))
+    assert secret not in str(endpoints.describe(endpoint, settings))
 
 
 @pytest.mark.parametrize(
@@ -309,14 +309,14 @@ def test_a_max_rate_is_set_changed_kept_and_cleared(
             session, club, "https://127.0.0.1/x", ["member.updated"], EPOCH, hooks, max_rate=20
         )
         club_id, endpoint_id = club.id, endpoint.id
-        assert endpoints.describe(endpoint)["maxRate"] == 20
+        assert endpoints.describe(endpoint, hooks)["maxRate"] == 20
     assert _saved_rate(sessions, endpoint_id) == 20
     for change, saved in [(1000, 1000), (None, 1000), (max_rates.NO_LIMIT, None), (None, None)]:
         with sessions.begin() as session:
             changed = endpoints.update_endpoint(
                 session, club_id, endpoint_id, EPOCH, hooks, kinds=["game.updated"], max_rate=change
             )
-            assert endpoints.describe(changed)["maxRate"] == saved
+            assert endpoints.describe(changed, hooks)["maxRate"] == saved
         assert _saved_rate(sessions, endpoint_id) == saved
 
 
@@ -324,7 +324,7 @@ def test_an_endpoint_starts_without_a_max_rate(session: Session, settings: Setti
     endpoint, _ = make_endpoint(session, make_club(session), settings)
     session.commit()
     assert endpoint.max_rate is None
-    assert endpoints.describe(endpoint)["maxRate"] is None
+    assert endpoints.describe(endpoint, settings)["maxRate"] is None
     assert session.scalar(text("SELECT max_rate FROM endpoints")) is None
 
 

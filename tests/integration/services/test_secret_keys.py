@@ -11,7 +11,8 @@ from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import sealing
+from clubwire.domain import custom_headers, sealing
+from clubwire.domain.custom_headers import Header
 from clubwire.services import endpoints, secret_keys
 from clubwire.settings import Settings
 from clubwire.storage.models import Endpoint, SecretKeyCheck
@@ -34,6 +35,12 @@ def _stored(sessions: sessionmaker[Session]) -> list[str]:
 def _sealed(sessions: sessionmaker[Session]) -> dict[str, str]:
     with sessions() as session:
         rows = session.execute(select(Endpoint.id, Endpoint.secret_sealed))
+        return {endpoint_id: sealed for endpoint_id, sealed in rows}
+
+
+def _sealed_headers(sessions: sessionmaker[Session]) -> dict[str, str | None]:
+    with sessions() as session:
+        rows = session.execute(select(Endpoint.id, Endpoint.headers_sealed))
         return {endpoint_id: sealed for endpoint_id, sealed in rows}
 
 
@@ -174,21 +181,25 @@ def test_rekey_run_again_changes_nothing(
     assert (_sealed(sessions), _stored(sessions)) == after
 
 
+@pytest.mark.parametrize(
+    ("column", "what"), [("secret_sealed", "signing secret"), ("headers_sealed", "headers")]
+)
 def test_rekey_leaves_no_mix_when_one_secret_does_not_open(
-    sessions: sessionmaker[Session], settings: Settings
+    sessions: sessionmaker[Session], settings: Settings, column: str, what: str
 ) -> None:
-    """A secret sealed with yet another key (by a version before the check): all or nothing."""
+    """A secret (or headers) sealed with yet another key (by a version before the check):
+    all or nothing."""
     made = list(_endpoints(sessions, settings, 3))
     with sessions.begin() as session:
         stray = session.get_one(Endpoint, made[1])
-        stray.secret_sealed = sealing.Sealer(THIRD_KEY).seal("whsec_stray")
-    before = _sealed(sessions), _stored(sessions)
+        setattr(stray, column, sealing.Sealer(THIRD_KEY).seal('[["X-Stray","v"]]'))
+    before = _sealed(sessions), _sealed_headers(sessions), _stored(sessions)
     with (
-        pytest.raises(errors.InvalidInput, match=f"endpoint {made[1]}: nothing was changed"),
+        pytest.raises(errors.InvalidInput, match=f"{what} of endpoint {made[1]}: nothing was"),
         sessions.begin() as session,
     ):
         secret_keys.rekey(session, sealing.Sealer(SECRET_KEY), sealing.Sealer(OTHER_KEY))
-    assert (_sealed(sessions), _stored(sessions)) == before
+    assert (_sealed(sessions), _sealed_headers(sessions), _stored(sessions)) == before
 
 
 def test_rekey_adopts_an_older_database(
@@ -244,3 +255,26 @@ def _until_one_waits_on_a_lock(sessions: sessionmaker[Session]) -> None:
                 return
             session.rollback()  # a fresh snapshot of the statistics each time
         pytest.fail("the creation never waited for the rekey")
+
+
+def test_rekey_reseals_the_endpoints_headers_with_their_secrets(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    made = list(_endpoints(sessions, settings, 2))
+    own = (Header("X-Api-Key", "k3y"), Header("Authorization", "Bearer t"))
+    with sessions.begin() as session:
+        club_id = session.get_one(Endpoint, made[0]).club_id
+        endpoints.update_endpoint(session, club_id, made[0], EPOCH, settings, headers=own)
+    old, new = sealing.Sealer(SECRET_KEY), sealing.Sealer(OTHER_KEY)
+    with sessions.begin() as session:
+        assert secret_keys.rekey(session, old, new) == secret_keys.Rekeyed(2)
+    resealed = _sealed_headers(sessions)
+    assert resealed[made[1]] is None
+    assert custom_headers.loads(new.open(resealed[made[0]] or "")) == own
+    assert not old.opens(resealed[made[0]] or "")
+    with sessions() as session:
+        endpoint = session.get_one(Endpoint, made[0])
+        assert endpoints.header_names(endpoint, _with_key(settings, OTHER_KEY)) == [
+            "X-Api-Key",
+            "Authorization",
+        ]

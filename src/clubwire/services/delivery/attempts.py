@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
 from clubwire import logs, signing
-from clubwire.domain import delivering, event_catalog, retry_after, standard_signing, timestamps
+from clubwire.domain import (
+    custom_headers,
+    delivering,
+    event_catalog,
+    retry_after,
+    standard_signing,
+    timestamps,
+)
+from clubwire.domain.custom_headers import Header
 from clubwire.domain.delivering import Job, Result, RetrySchedule
 from clubwire.domain.sealing import Sealer
 from clubwire.services.delivery.outbound import Sender
@@ -21,13 +29,14 @@ from clubwire.settings import Settings
 USER_AGENT = "Service-Webhooks/1.0"
 
 
-def headers(job: Job, secret: str, timestamp: int) -> dict[str, str]:
+def headers(job: Job, secret: str, timestamp: int, own: Sequence[Header] = ()) -> dict[str, str]:
     """The headers of SPEC §5.3, whose signature covers ``<timestamp>.<body>``, and Standard
-    Webhooks' beside them, over the same timestamp. Their ``webhook-id`` is the event id, read
-    from the body's first bytes (a body that is not an envelope falls back to the delivery
-    id, as stable across attempts), so no attempt waits on a query for it."""
+    Webhooks' beside them, over the same timestamp, after the endpoint's headers of its own
+    (``own``), which never replace ours. Their ``webhook-id`` is the event id, read from the
+    body's first bytes (a body that is not an envelope falls back to the delivery id, as
+    stable across attempts), so no attempt waits on a query for it."""
     message_id = event_catalog.id_of(job.body) or job.delivery_id
-    return {
+    ours = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-Service-Event": job.kind,
@@ -35,12 +44,14 @@ def headers(job: Job, secret: str, timestamp: int) -> dict[str, str]:
         signing.HEADER: signing.sign(secret, timestamp, job.body),
         **standard_signing.headers(secret, message_id, timestamp, job.body),
     }
+    return custom_headers.beside(ours, own) if own else ours
 
 
 class Attempter:
-    """Sends jobs; opened secrets are kept in memory by their sealed form (a rotation changes
-    the sealed form, so the new secret is used from the next attempt on). A receiver's
-    ``Retry-After`` may put a retry off by at most ``most_asked`` from the attempt's end."""
+    """Sends jobs; opened secrets and headers of an endpoint's own are kept in memory by their
+    sealed form (a rotation or a change seals anew, so what is new is used from the next
+    attempt on). A receiver's ``Retry-After`` may put a retry off by at most ``most_asked``
+    from the attempt's end."""
 
     def __init__(
         self,
@@ -54,6 +65,9 @@ class Attempter:
         self._sender = sender
         self._clock = clock
         self._open = functools.lru_cache(maxsize=4096)(sealer.open)
+        self._open_headers = functools.lru_cache(maxsize=4096)(
+            lambda sealed: custom_headers.loads(sealer.open(sealed))
+        )
         self._schedule = schedule
         self._metrics = metrics
         self._most_asked = most_asked
@@ -61,8 +75,9 @@ class Attempter:
     async def attempt(self, job: Job) -> Result:
         started = self._clock()
         secret = self._open(job.secret_sealed)
+        own = () if job.headers_sealed is None else self._open_headers(job.headers_sealed)
         answer = await self._sender.post(
-            job.url, job.body, headers(job, secret, int(started.timestamp()))
+            job.url, job.body, headers(job, secret, int(started.timestamp()), own)
         )
         ended = self._clock()
         verdict = delivering.judge(

@@ -123,4 +123,5 @@ def create_test_job(
         0,
         Trigger.TEST,
         now + lease,
+        headers_sealed=endpoint.headers_sealed,
     )

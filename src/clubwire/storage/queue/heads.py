@@ -40,8 +40,8 @@ _ENDPOINTS = bindparam("endpoints", type_=String(), expanding=True)
 @dataclass(frozen=True, slots=True)
 class LeasedLane:
     """A leased endpoint lane: what every attempt to the endpoint needs, read once per claim
-    round (a new URL or secret is used from the next round on), and whether it may be sent
-    to at all (the endpoint on, and its club's module)."""
+    round (a new URL, secret or header is used from the next round on), and whether it may be
+    sent to at all (the endpoint on, and its club's module)."""
 
     endpoint_id: str
     club_id: str
@@ -49,6 +49,7 @@ class LeasedLane:
     secret_sealed: str
     open: bool
     max_rate: int | None  # deliveries a second, None: no limit
+    headers_sealed: str | None = None  # its headers of its own, sealed; None: none
 
     def job(self, row: Row, until: datetime, token: str) -> Job:
         """One of the lane's due deliveries, as read (``Row``), claimed under ``token``."""
@@ -66,6 +67,7 @@ class LeasedLane:
             Trigger(trigger),
             until,
             token,
+            self.headers_sealed,
         )
 
 
@@ -164,6 +166,7 @@ _LANES = (
         _e.secret_sealed,
         _e.enabled & tables.clubs.c.webhooks_enabled,
         _e.max_rate,
+        _e.headers_sealed,
     )
     .join(tables.clubs, tables.clubs.c.id == _e.club_id)
     .where(_e.id.in_(_ENDPOINTS))
@@ -262,8 +265,8 @@ class Queue(abc.ABC):
             return []
         rows = connection.execute(_LANES, {"endpoints": list(endpoint_ids)})
         return [
-            LeasedLane(endpoint_id, club_id, url, sealed, bool(open_), rate)
-            for endpoint_id, club_id, url, sealed, open_, rate in rows
+            LeasedLane(endpoint_id, club_id, url, sealed, bool(open_), rate, headers)
+            for endpoint_id, club_id, url, sealed, open_, rate, headers in rows
         ]
 
     def jobs(

@@ -9,7 +9,15 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from clubwire.domain import delivering, event_catalog, max_rates, off_reasons, scopes, timestamps
+from clubwire.domain import (
+    custom_headers,
+    delivering,
+    event_catalog,
+    max_rates,
+    off_reasons,
+    scopes,
+    timestamps,
+)
 from clubwire.web import context
 
 
@@ -39,6 +47,8 @@ def environment() -> jinja2.Environment:
         DEAD_LIMIT=delivering.DEAD_IN_A_ROW_LIMIT,
         ASKED=delivering.ASKED,
         RATES=(max_rates.LOWEST, max_rates.HIGHEST),
+        HEADER_MASK=custom_headers.MASK,
+        MAX_HEADERS=custom_headers.MAX_HEADERS,
         retryable=delivering.retryable,
     )
     return env

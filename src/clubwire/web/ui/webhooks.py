@@ -1,4 +1,5 @@
-"""The Webhooks tab of Webhooks & API: endpoints, their switch, edit, delete, rotate secret."""
+"""The Webhooks tab of Webhooks & API: endpoints, their switch, edit (their headers of their
+own too), delete, rotate secret."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from starlette.responses import Response
 
 from clubwire import errors
 from clubwire.domain import max_rates, off_reasons
+from clubwire.domain.custom_headers import Header
 from clubwire.services import endpoints
 from clubwire.services.delivery import deliveries, pings
 from clubwire.services.staff import flashes
@@ -24,8 +26,12 @@ from clubwire.web.ui import base, emails, urls
 from clubwire.web.ui.base import Posted, Staff
 
 RECENT_DELIVERIES = 10
-# What the services refuse of the Add and Edit forms shows above the form.
-ERROR_FIELDS: base.ErrorFields = {errors.InvalidInput: "form"}
+# What the services refuse of the Add and Edit forms shows above the form, but what they
+# refuse of its headers (ten at most, one to remove that is gone), above the headers.
+ERROR_FIELDS: base.ErrorFields = {errors.BadHeaders: "headers", errors.InvalidInput: "form"}
+# Where a refusal of a header typed is shown, by the part refused (``errors.BadHeaders``).
+HEADER_FIELDS = {"name": "header_name", "value": "header_value", "headers": "headers"}
+RETYPE = "Type the value again: a header's value is never shown back."
 
 
 class EndpointForm(base.FormFields):
@@ -34,18 +40,45 @@ class EndpointForm(base.FormFields):
     url: str = ""
     event: list[str] = Field(default_factory=list)
     max_rate: str = ""  # deliveries per second; empty: no limit
+    header_name: str = ""  # a header to add or replace, and its value (never shown back)
+    header_value: str = ""
+    remove_header: list[str] = Field(default_factory=list)  # names of saved headers
 
     def errors(self, settings: Settings) -> dict[str, str]:
         """Each field's message: text the database cannot hold, else the services' checks
         (which are never given such text)."""
-        return self.unstorable() or base.field_errors(
-            url=lambda: endpoints.check_url(self.url, settings),
-            events=lambda: endpoints.subscribable(self.event),
-            max_rate=self.rate,
+        return (
+            self.unstorable()
+            or base.field_errors(
+                url=lambda: endpoints.check_url(self.url, settings),
+                events=lambda: endpoints.subscribable(self.event),
+                max_rate=self.rate,
+            )
+            | self._header_errors()
         )
 
     def rate(self) -> max_rates.MaxRate:
         return endpoints.read_max_rate(self.max_rate)
+
+    def headers(self) -> list[Header]:
+        """The header typed, to add or replace one of the same name; none if none was."""
+        if not (self.header_name or self.header_value):
+            return []
+        return [endpoints.read_header_fields(self.header_name, self.header_value)]
+
+    def _header_errors(self) -> dict[str, str]:
+        try:
+            self.headers()
+        except errors.BadHeaders as exc:
+            return {HEADER_FIELDS[exc.part]: exc.detail}
+        return {}
+
+    def asking_again(self, found: dict[str, str]) -> dict[str, str]:
+        """``found``, the errors of a form shown again, and the value of the header typed
+        asked for again: it is never shown back."""
+        if not found or not self.header_value or "header_value" in found:
+            return found
+        return {**found, "header_value": RETYPE}
 
     @classmethod
     def of(cls, endpoint: Endpoint) -> EndpointForm:
@@ -65,6 +98,7 @@ class EndpointView:
     recent: Sequence[Delivery]
     skipped: int
     tests: Mapping[str, pings.PingOutcome]  # the Send tests among ``recent``, by delivery id
+    headers: Sequence[str]  # the names of its headers of its own
 
 
 def router() -> APIRouter:
@@ -82,19 +116,19 @@ def router() -> APIRouter:
     return api
 
 
-def views(session: Session, club_id: str) -> list[EndpointView]:
-    return [
-        _view(session, club_id, endpoint) for endpoint in endpoints.list_endpoints(session, club_id)
-    ]
+def views(session: Session, club_id: str, settings: Settings) -> list[EndpointView]:
+    found = endpoints.list_endpoints(session, club_id)
+    return [_view(session, club_id, endpoint, settings) for endpoint in found]
 
 
-def _view(session: Session, club_id: str, endpoint: Endpoint) -> EndpointView:
+def _view(session: Session, club_id: str, endpoint: Endpoint, settings: Settings) -> EndpointView:
     recent = deliveries.list_deliveries(session, club_id, endpoint.id, limit=RECENT_DELIVERIES)
     return EndpointView(
         endpoint,
         recent,
         0 if endpoint.enabled else endpoints.count_skipped(session, club_id, endpoint.id),
         pings.outcomes(session, recent),
+        endpoints.header_names(endpoint, settings),
     )
 
 
@@ -107,14 +141,15 @@ def webhooks_page(
     typed: EndpointForm | None = None,
 ) -> Response:
     """The tab; ``found`` and ``typed``: the Add form again, with its errors."""
+    typed = typed or EndpointForm()
     return base.page(
         request,
         "webhooks.html",
         422 if found else 200,
         club=club,
-        endpoints=views(session, club.id),
-        typed=typed or EndpointForm(),
-        errors=found or {},
+        endpoints=views(session, club.id, context.of(request).settings),
+        typed=typed,
+        errors=typed.asking_again(found or {}),
         emails=emails.panel(request, session, club),
     )
 
@@ -131,7 +166,14 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
     def step(session: Session, club: Club) -> Response:
         now = context.now(request)
         endpoint, secret = endpoints.create_endpoint(
-            session, club, form.url, form.event, now, settings, max_rate=form.rate()
+            session,
+            club,
+            form.url,
+            form.event,
+            now,
+            settings,
+            max_rate=form.rate(),
+            headers=form.headers(),
         )
         said = flashes.Flash("endpoint-created", f"Endpoint {endpoint.url} added.", secret=secret)
         base.flash(request, session, staff, said)
@@ -163,7 +205,8 @@ def _edit_page(
         club=club,
         endpoint=endpoint,
         typed=typed,
-        errors=found or {},
+        errors=typed.asking_again(found or {}),
+        headers=endpoints.header_names(endpoint, context.of(request).settings),
     )
 
 
@@ -175,7 +218,16 @@ def update_endpoint(
     def step(session: Session, club: Club) -> Response:
         now = context.now(request)
         endpoint = endpoints.update_endpoint(
-            session, club.id, endpoint_id, now, settings, form.url, form.event, max_rate=form.rate()
+            session,
+            club.id,
+            endpoint_id,
+            now,
+            settings,
+            form.url,
+            form.event,
+            max_rate=form.rate(),
+            headers=form.headers(),
+            removed=form.remove_header,
         )
         said = f"Endpoint {endpoint.url} saved."
         base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))

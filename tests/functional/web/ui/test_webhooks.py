@@ -383,3 +383,120 @@ def test_a_server_left_on_a_rotated_key_answers_503_and_tells_the_operators(
     refused = [r for r in caplog.records if r.name == "clubwire.web.problems"]
     assert [(r.levelname, r.exc_info) for r in refused] == [("ERROR", None)]
     assert "CLUBWIRE_SECRET_KEY" in refused[0].getMessage()
+
+
+HEADER_VALUE = "k3y-5e1f-never-shown"
+
+
+def _headers_shown(web: Browser, endpoint_id: str) -> str:
+    """What the endpoint's card on the tab says of its headers."""
+    return part(web.get(TAB).text, f'<dd id="endpoint-{endpoint_id}-headers">', "</dd>")
+
+
+def _with_header(name: str, value: str, url: str = URL) -> dict[str, object]:
+    return {
+        "url": url,
+        "event": ["registration.created"],
+        "header_name": name,
+        "header_value": value,
+    }
+
+
+def test_a_header_is_added_shown_masked_replaced_and_removed(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    created = web.submit(TAB, _with_header("X-Api-Key", HEADER_VALUE))
+    (endpoint,) = _endpoints(sessions)
+    assert _headers_shown(web, endpoint.id) == "<code>X-Api-Key: ••••••••</code>"
+    edit = f"{TAB}/{endpoint.id}/edit"
+    form = web.get(edit).text
+    assert '<label for="endpoint-headers-remove-1">Remove <code>X-Api-Key: ••••••••</code>' in form
+    assert 'name="header_value" type="text" value=""' in form
+    assert web.post(edit, _with_header("Authorization", "Bearer t")).status_code == 303
+    assert _headers_shown(web, endpoint.id) == (
+        "<code>X-Api-Key: ••••••••</code>, <code>Authorization: ••••••••</code>"
+    )
+    replaced = {**_with_header("x-api-key", "other"), "remove_header": ["Authorization"]}
+    assert web.post(edit, replaced).status_code == 303
+    assert _headers_shown(web, endpoint.id) == "<code>x-api-key: ••••••••</code>"
+    pages = created.text + form + web.get(TAB).text + web.get(edit).text
+    assert HEADER_VALUE not in pages
+    assert "other" not in _headers_shown(web, endpoint.id)
+    assert (
+        web.post(edit, {**_with_header("", ""), "remove_header": ["x-api-key"]}).status_code == 303
+    )
+    assert _headers_shown(web, endpoint.id) == "none"
+    with sessions() as session:
+        assert session.scalars(select(Endpoint.headers_sealed)).one() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "field", "message"),
+    [
+        ("Host", HEADER_VALUE, "name", "Host cannot be one of an endpoint's headers: HTTP sends"),
+        ("CONTENT-TYPE", HEADER_VALUE, "name", "CONTENT-TYPE cannot be one of"),
+        ("x-service-signature", HEADER_VALUE, "name", "x-service-signature cannot be one of"),
+        ("Webhook-Id", HEADER_VALUE, "name", "Webhook-Id cannot be one of"),
+        ("Upgrade", HEADER_VALUE, "name", "Upgrade cannot be one of an endpoint's headers: it is"),
+        ("X-Api\r\nHost", HEADER_VALUE, "name", "A header's name holds the character U+000D"),
+        ("X\u2010Api", HEADER_VALUE, "name", "A header's name holds the character U+2010"),
+        ("", HEADER_VALUE, "name", "A header's name is empty"),
+        ("X-Api-Key", f"{HEADER_VALUE}\r\nX-Evil: 1", "value", "X-Api-Key holds a line break"),
+        ("X-Api-Key", f"{HEADER_VALUE}\x00", "value", "Must not contain NUL characters (\\u0000)."),
+        ("X-Api-Key", f"{HEADER_VALUE}ü", "value", "holds a character that is not ASCII"),
+        ("X-Api-Key", HEADER_VALUE * 500, "value", "The value of X-Api-Key has 10000 characters"),
+        ("X-Api-Key", "", "value", "The value of X-Api-Key is empty"),
+    ],
+)  # fmt: skip
+def test_a_bad_header_comes_back_beside_its_field_never_shown_and_nothing_changes(
+    web: Browser, sessions: sessionmaker[Session], name: str, value: str, field: str, message: str
+) -> None:
+    refused = web.post(TAB, _with_header(name, value))
+    assert refused.status_code == 422
+    assert message in _field_error(refused.text, f"new-endpoint-headers-{field}")
+    assert HEADER_VALUE not in refused.text
+    assert _endpoints(sessions) == []
+    web.submit(TAB, _with_header("X-Kept", "kept"))
+    (endpoint,) = _endpoints(sessions)
+    edited = web.post(f"{TAB}/{endpoint.id}/edit", _with_header(name, value))
+    assert edited.status_code == 422
+    assert message in _field_error(edited.text, f"endpoint-headers-{field}")
+    assert HEADER_VALUE not in edited.text
+    assert _endpoints(sessions)[0].headers_sealed == endpoint.headers_sealed
+
+
+def test_a_value_typed_is_not_shown_back_with_another_fields_error(
+    web: Browser, sessions: sessionmaker[Session]
+) -> None:
+    refused = web.post(TAB, _with_header("X-Api-Key", HEADER_VALUE, url="http://127.0.0.1/x"))
+    assert refused.status_code == 422
+    assert HEADER_VALUE not in refused.text
+    assert 'name="header_name" type="text" value="X-Api-Key"' in refused.text
+    retype = "Type the value again: a header's value is never shown back."
+    assert retype in _field_error(refused.text, "new-endpoint-headers-value")
+    assert _endpoints(sessions) == []
+
+
+def test_an_eleventh_header_or_a_removed_one_gone_is_refused_above_the_headers(
+    web: Browser, sessions: sessionmaker[Session], hooks: Settings
+) -> None:
+    web.submit(TAB, _with_header("X-Own-0", "v"))
+    (endpoint,) = _endpoints(sessions)
+    edit = f"{TAB}/{endpoint.id}/edit"
+    for i in range(1, 10):
+        assert web.post(edit, _with_header(f"X-Own-{i}", "v")).status_code == 303
+    sealed = _endpoints(sessions)[0].headers_sealed
+    eleventh = web.post(edit, _with_header("X-Own-10", HEADER_VALUE))
+    assert eleventh.status_code == 422
+    assert "at most 10 headers of its own, and this would make 11" in _field_error(
+        eleventh.text, "endpoint-headers"
+    )
+    gone = web.post(edit, {**_with_header("", ""), "remove_header": ["X-Gone"]})
+    assert "X-Gone is not one of this endpoint's headers." in _field_error(
+        gone.text, "endpoint-headers"
+    )
+    assert HEADER_VALUE not in eleventh.text
+    assert _endpoints(sessions)[0].headers_sealed == sealed
+    with sessions() as session:
+        names = endpoints.header_names(session.get_one(Endpoint, endpoint.id), hooks)
+    assert names == [f"X-Own-{i}" for i in range(10)]

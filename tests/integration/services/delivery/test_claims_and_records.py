@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
 from clubwire.domain import event_catalog, off_reasons
+from clubwire.domain.custom_headers import Header
 from clubwire.domain.delivering import Job, Result, RetrySchedule, judge
 from clubwire.services import endpoints
 from clubwire.services.delivery import claims, deliveries, events, records
@@ -784,3 +785,18 @@ def _tables_read_whole(plan: object) -> set[str]:
         return set()
     found = {plan["Relation Name"]} if plan.get("Node Type") == "Seq Scan" else set()
     return found.union(*(_tables_read_whole(value) for value in plan.values()))
+
+
+def test_a_claimed_job_and_a_test_carry_the_endpoints_headers_sealed(
+    sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    club_id, endpoint_id = _world(sessions, settings)
+    own = [Header("X-Api-Key", "k3y")]
+    with sessions.begin() as session:
+        endpoints.update_endpoint(session, club_id, endpoint_id, EPOCH, settings, headers=own)
+        sealed = session.get_one(Endpoint, endpoint_id).headers_sealed
+        club = session.get_one(Club, club_id)
+        test = claims.create_test_job(session, club, endpoint_id, EPOCH, LEASE)
+    [job] = _claim(sessions)
+    assert sealed is not None
+    assert job.headers_sealed == test.headers_sealed == sealed
