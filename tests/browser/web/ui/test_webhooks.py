@@ -234,7 +234,8 @@ def test_a_failed_delivery_is_retried_and_its_attempts_shown(
         ["registration.created", "succeeded", "200", "2", "—", re.compile("Retry")]
     )
 
-    # The delivery's page: every attempt, with its code, duration and the receiver's answer.
+    # The delivery's page: every attempt, with its code, duration, Retry-After (none here) and
+    # the receiver's answer.
     row.get_by_role("link").click()
     expect(page).to_have_url(f"{base_url}/settings/granite/deliveries/{delivery_id}")
     expect(page.locator("#tab-webhooks")).to_have_attribute("aria-current", "page")
@@ -243,10 +244,10 @@ def test_a_failed_delivery_is_retried_and_its_attempts_shown(
     expect(attempts).to_have_count(2)
     duration = re.compile(r"^\d+ ms$")
     expect(attempts.nth(0).locator("th, td")).to_have_text(
-        ["1", "scheduled", re.compile("UTC$"), "500", duration, "answered 500"]
+        ["1", "scheduled", re.compile("UTC$"), "500", duration, "—", "answered 500"]
     )
     expect(attempts.nth(1).locator("th, td")).to_have_text(
-        ["2", "manual", re.compile("UTC$"), "200", duration, "answered 200"]
+        ["2", "manual", re.compile("UTC$"), "200", duration, "—", "answered 200"]
     )
     # Retry from the delivery's page comes back to it.
     page.get_by_role("button", name=re.compile("^Retry")).click()
