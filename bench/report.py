@@ -214,8 +214,10 @@ def report(outcome: Outcome) -> None:
     """One table per database: the best run of each kind, every run, and the targets."""
     o = outcome
     p50, p99 = o.percentile(50), o.percentile(99)
-    silent = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(o.silent_met)}{silent_cpu(o)}"
+    silent = f"target > −{TARGET_SILENT_DROP:.0f} %: {met(o.silent_met)}"
+    silent += neighbour_cpu(o, o.silent)
     throttling = f"target > −{TARGET_THROTTLING_DROP:.0f} %: {met(o.throttling_met)}"
+    throttling += neighbour_cpu(o, o.throttling)
     rows = [
         ("deliveries/s, worker", f"{best(o.ours).rate:,.0f}", runs(o.ours)),
         ("deliveries/s, bare", f"{best(o.bare).rate:,.0f}", runs(o.bare)),
@@ -334,12 +336,12 @@ def pair(ours: float | None, bare: float | None) -> str:
     return "-" if ours is None or bare is None else f"{ours:.0f} / {bare:.0f}"
 
 
-def silent_cpu(outcome: Outcome) -> str:
-    """The worker's CPU time per healthy delivery with the silent endpoint, change in %."""
-    ours, silent = least(outcome.ours, CPU), least(outcome.silent, CPU)
-    if ours is None or silent is None:
+def neighbour_cpu(outcome: Outcome, beside: list[Drain]) -> str:
+    """The worker's CPU time per healthy delivery beside a neighbour, change in %."""
+    ours, found = least(outcome.ours, CPU), least(beside, CPU)
+    if ours is None or found is None:
         return ""
-    return f" (worker CPU per delivery {(silent / ours - 1) * 100:+.1f} %)"
+    return f" (worker CPU per delivery {(found / ours - 1) * 100:+.1f} %)"
 
 
 CPU = attrgetter("cpu_seconds")
