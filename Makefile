@@ -37,6 +37,7 @@ bench: $(READY)
 	$(PYTHON) bench/burst.py
 	$(PYTHON) bench/neighbours.py
 	$(PYTHON) bench/retries.py
+	$(PYTHON) bench/throttling.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

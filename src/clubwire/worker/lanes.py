@@ -46,7 +46,7 @@ PACE_AFTER = 0.1  # seconds of a lane's attempts before its pace counts
 LANE_TURN = 5.0
 LANES_A_ROUND = 1
 RATE_SECONDS = 2
-STRAINED_PAUSE = 0.1  # seconds between attempts at a lane of width one that fail
+STRAINED_PAUSE = 0.1  # seconds a lane narrowed to one waits after each attempt that strains it
 RETRIES_KEPT = 64  # the earliest retries a worker remembers, to look when they come due
 
 
@@ -365,15 +365,17 @@ class LanePolicy:
     def attempted(self, result: Result, now: float) -> int:
         """An attempt of the lane ended: one that strained its endpoint (``Result.strains``)
         halves the lane's width (a runner over the width ends when it looks for its next
-        job), and at a width of one pauses the lane; a success widens it by one, up to
+        job), and once that leaves one, pauses the lane (so a quick receiver answering 429
+        to every other request does not get hundreds a second at a width swinging between
+        one and two); a success widens it by one, up to
         ``per_endpoint``; any other answer (the message's own failure) leaves it. Additive
         increase, multiplicative decrease, as TCP's congestion window (ADR 0015). How many
         runners to start for the lane now (counted as running)."""
         lane = self.lanes[result.job.endpoint_id]
         if result.strains:
+            lane.width = max(1, lane.width // 2)
             if lane.width == 1:
                 lane.next_start = max(lane.next_start, now + STRAINED_PAUSE)
-            lane.width = max(1, lane.width // 2)
             return 0
         if result.ok:
             lane.width = min(self.limits.per_endpoint, lane.width + 1)

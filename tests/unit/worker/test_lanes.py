@@ -608,18 +608,22 @@ def test_only_no_answer_429_and_5xx_strain_an_endpoint(
     assert result.strains is strains
 
 
-def test_a_lane_of_width_one_pauses_after_each_attempt_that_strains_it() -> None:
-    """A dead endpoint refuses at once: one attempt at a time is still hundreds a second."""
+def test_a_lane_narrowed_to_one_pauses_after_each_attempt_that_strains_it() -> None:
+    """A dead endpoint refuses at once: one attempt at a time is still hundreds a second. So
+    is a quick one answering 429 to every other request, whose width would swing between
+    one and two with no pause (issue 33: 125 attempts a second at the bench's receiver)."""
     world = Simulation(Limits(per_endpoint=2, rounds=2, depth=12, max_lanes=4, turn=999))
     world.failing.add("we_a")
     world.publish("we_a", 20)
     world.claim()
-    world.attempt()  # one fails at a width of two: now one (the other runner ends)
     assert world.policy.pace("we_a", world.clock) == 0.0
-    world.policy.attempted(_failed_now(_job("we_a")), world.clock)
+    world.attempt()  # one fails at a width of two: now one, and the lane pauses
     assert world.policy.pace("we_a", world.clock) == pytest.approx(lanes.STRAINED_PAUSE)
     world.policy.attempted(_succeeded(_job("we_a")), world.clock + 1)
     assert world.policy.pace("we_a", world.clock + 1) == 0.0  # no pause after a success
+    assert world.policy.lanes["we_a"].width == 2
+    world.policy.attempted(_failed_now(_job("we_a")), world.clock + 2)  # two, then one
+    assert world.policy.pace("we_a", world.clock + 2) == pytest.approx(lanes.STRAINED_PAUSE)
 
 
 @pytest.mark.parametrize(("code", "width"), [(429, 2), (504, 2), (200, 5), (404, 4), (301, 4)])
