@@ -317,7 +317,10 @@ def sealed_headers(sealer: sealing.Sealer, headers: Sequence[Header]) -> str | N
 
 
 def header_names(endpoint: Endpoint, settings: Settings) -> list[str]:
-    """The names of the endpoint's headers of its own, in order (never their values)."""
+    """The names of the endpoint's headers of its own, in order (never their values); no key
+    is derived for an endpoint without any (every card and list line asks)."""
+    if endpoint.headers_sealed is None:
+        return []
     sealer = sealing.Sealer(settings.secret_key_value())
     return [found.name for found in _opened_headers(sealer, endpoint)]
 
