@@ -35,6 +35,19 @@ class Status(StrEnum):
     SKIPPED = "skipped"
 
 
+class SkipReason(StrEnum):
+    """Why a delivery was skipped (``deliveries.skipped_reason``)."""
+
+    OFF = "off"  # its endpoint, or its club's module, was off
+    ERASED = "erased"  # its event's member was erased before it was delivered
+
+    @property
+    def in_words(self) -> str:
+        if self is SkipReason.OFF:
+            return "its endpoint or the club's Webhooks & API module was off"
+        return "its member's personal data was erased"
+
+
 class Trigger(StrEnum):
     SCHEDULED = "scheduled"
     MANUAL = "manual"

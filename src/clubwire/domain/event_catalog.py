@@ -150,11 +150,16 @@ def validate(kind: str, data: object) -> BaseModel:
 
 
 def envelope(
-    event_id: str, kind: str, created_at: datetime, organization_id: str, data: BaseModel
+    event_id: str,
+    kind: str,
+    created_at: datetime,
+    organization_id: str,
+    data: BaseModel | dict[str, Any],
 ) -> bytes:
-    """The exact bytes of an event: ``{"id","event","createdAt","organizationId","data"}``."""
+    """The exact bytes of an event: ``{"id","event","createdAt","organizationId","data"}``;
+    ``data`` is the kind's model, or its JSON values already dumped from one."""
     model = model_for(kind)
-    if not isinstance(data, model):
+    if isinstance(data, BaseModel) and not isinstance(data, model):
         raise TypeError(f"data of {kind} must be a {model.__name__}, not {type(data).__name__}")
     if created_at.tzinfo is None:
         raise ValueError("created_at must be timezone-aware")
@@ -164,7 +169,9 @@ def envelope(
             "event": kind,
             "createdAt": timestamps.to_wire(created_at),
             "organizationId": organization_id,
-            "data": data.model_dump(mode="json", by_alias=True),
+            "data": data.model_dump(mode="json", by_alias=True)
+            if isinstance(data, BaseModel)
+            else data,
         }
     )
 

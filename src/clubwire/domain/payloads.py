@@ -174,10 +174,22 @@ class ProgramRef(_Named):
     type: ProgramType = Field(description="The kind of program.")
 
 
-class MemberRef(_Named):
-    """A person: only a name and an email, never more."""
+# The mark of a field that holds a person's data (DESIGN §9): erasure, payload retention and
+# the OpenAPI description all read it (``personal_data``).
+PERSONAL = "x-personal"
 
-    email: Email = Field(description="The person's email address.")
+
+class MemberRef(Payload):
+    """A person: only a name and an email, never more; both erased at the member's request."""
+
+    id: PlatformId = Field(description="The platform's identifier of the member.")
+    name: Label = Field(
+        description="The member's name (personal data).", json_schema_extra={PERSONAL: True}
+    )
+    email: Email = Field(
+        description="The member's email address (personal data).",
+        json_schema_extra={PERSONAL: True},
+    )
 
 
 class MemberInfo(MemberRef):

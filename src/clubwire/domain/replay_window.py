@@ -48,6 +48,7 @@ class Replay:
 
     count: int
     matching: int
+    withheld: int = 0  # finished deliveries of the window whose payload was erased or expired
 
     @property
     def capped(self) -> bool:
@@ -55,10 +56,25 @@ class Replay:
         return self.matching > self.count
 
     def describe(self) -> dict[str, object]:
-        return {"count": self.count, "matching": self.matching, "capped": self.capped}
+        return {
+            "count": self.count,
+            "matching": self.matching,
+            "capped": self.capped,
+            "withheld": self.withheld,
+        }
 
     def summary(self, preview: bool) -> str:
         """The outcome in a sentence, for people (the preview's, or the replay's)."""
+        kept = self._said(preview)
+        if not self.withheld:
+            return kept
+        noun = "delivery" if self.withheld == 1 else "deliveries"
+        return (
+            f"{kept} {self.withheld:,} {noun} of this window cannot be sent again: their payload "
+            "was erased at a member's request or has expired."
+        )
+
+    def _said(self, preview: bool) -> str:
         if not self.matching:
             return "No delivery in this window can be replayed."
         shown = f"{self.count:,} of {self.matching:,}" if self.capped else f"{self.count:,}"

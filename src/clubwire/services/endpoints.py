@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import CursorResult, Executable, func, select, update
+from sqlalchemy import CursorResult, Executable, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
@@ -23,11 +23,11 @@ from clubwire.domain import (
     webhook_secrets,
 )
 from clubwire.domain.custom_headers import Header
-from clubwire.domain.delivering import Status
+from clubwire.domain.delivering import SkipReason, Status
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
 from clubwire.storage import queue
-from clubwire.storage.models import Club, Delivery, Endpoint
+from clubwire.storage.models import Club, Delivery, Endpoint, Event
 
 Resolve = Callable[[str, int], list[str]]
 P = ParamSpec("P")
@@ -171,9 +171,13 @@ def enable_endpoint(
     resent = _execute(
         session,
         update(Delivery)
-        .where(Delivery.endpoint_id == endpoint.id, Delivery.status == Status.SKIPPED)
+        .where(Delivery.endpoint_id == endpoint.id, *_RESENDABLE)
         .values(
-            status=Status.PENDING, next_attempt_at=now, next_attempt_asked=False, updated_at=now
+            status=Status.PENDING,
+            skipped_reason=None,
+            next_attempt_at=now,
+            next_attempt_asked=False,
+            updated_at=now,
         )
         .execution_options(synchronize_session=False),
     ).rowcount
@@ -183,12 +187,19 @@ def enable_endpoint(
     return endpoint, resent
 
 
+# The skipped deliveries that switching an endpoint on may send: skipped while it (or its
+# club's module) was off, never those of an erased member, nor one whose payload expired.
+_RESENDABLE = (
+    Delivery.status == Status.SKIPPED,
+    or_(Delivery.skipped_reason.is_(None), Delivery.skipped_reason == SkipReason.OFF),
+    Delivery.event.has(Event.payload_removed.is_(None)),
+)
+
+
 def count_skipped(session: Session, club_id: str, endpoint_id: str) -> int:
     """How many of the endpoint's deliveries were skipped (what re-enabling can resend)."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
-    query = select(func.count()).where(
-        Delivery.endpoint_id == endpoint.id, Delivery.status == Status.SKIPPED
-    )
+    query = select(func.count()).where(Delivery.endpoint_id == endpoint.id, *_RESENDABLE)
     return session.scalar(query) or 0
 
 
@@ -212,13 +223,18 @@ def rotate_secret(
 
 
 def skip_waiting(session: Session, which: object, now: datetime) -> int:
-    """Mark waiting deliveries matching ``which`` as skipped, and their endpoints' queue
+    """Mark waiting deliveries matching ``which`` as skipped (their endpoint or module is
+    off), and their endpoints' queue
     heads say when each is next due; returns how many."""
     skipped = session.scalars(
         update(Delivery)
         .where(which, Delivery.status == Status.PENDING)  # type: ignore[arg-type]
         .values(
-            status=Status.SKIPPED, next_attempt_at=None, next_attempt_asked=False, updated_at=now
+            status=Status.SKIPPED,
+            skipped_reason=SkipReason.OFF,
+            next_attempt_at=None,
+            next_attempt_asked=False,
+            updated_at=now,
         )
         .returning(Delivery.endpoint_id),
         execution_options={"synchronize_session": False},

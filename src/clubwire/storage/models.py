@@ -59,6 +59,9 @@ class Club(Base):
     # Bumped with every change to the club's programs; API processes cache the
     # program list as bytes and compare this number on every request.
     programs_version: Mapped[int] = mapped_column(Integer, server_default="0")
+    # Days an event's payload is kept once its deliveries are done (NULL: as long as the
+    # history, ``CLUBWIRE_RETENTION_DAYS``); ``services.personal_data.expiry``.
+    payload_days: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -128,6 +131,9 @@ class Endpoint(Base):
     updated_at: Mapped[datetime]
 
 
+_KEPT = text("payload_removed IS NULL")
+
+
 class Event(Base):
     """A published event: its envelope, serialised once, as the exact bytes every attempt sends."""
 
@@ -135,6 +141,14 @@ class Event(Base):
     __table_args__ = (
         UniqueConstraint("club_id", "idempotency_key"),
         Index("ix_events_created_at", "created_at"),
+        # Each club's events whose payload may yet expire, oldest first (issue 34).
+        Index(
+            "ix_events_club_id_created_at_kept",
+            "club_id",
+            "created_at",
+            sqlite_where=_KEPT,
+            postgresql_where=_KEPT,
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -143,6 +157,41 @@ class Event(Base):
     body: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime]
     idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    # Why (part of) the body is gone (``domain.personal_data.Removed``): a member's fields
+    # erased, or the whole payload expired; NULL: the body is as published.
+    payload_removed: Mapped[str | None] = mapped_column(String(16))
+
+
+class EventPerson(Base):
+    """A person an event is about, as a digest of one member id or email it carries
+    (``domain.personal_data.digest``), never the value: how an erasure finds a member's
+    events without reading the club's history (ADR 0016). Deleted with what it points at."""
+
+    __tablename__ = "event_people"
+    __table_args__ = (Index("ix_event_people_club_id_digest", "club_id", "digest"),)
+
+    event_id: Mapped[str] = mapped_column(
+        ForeignKey("events.id", ondelete="CASCADE"), primary_key=True
+    )
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    club_id: Mapped[str] = mapped_column(String(32))
+
+
+class Erasure(Base):
+    """One erasure of a member's personal data, as a record without any: when, by whom
+    (``platform`` or ``operator``), by what it matched (``email``, ``member_id``, or both),
+    and how many rows of each table it changed (JSON)."""
+
+    __tablename__ = "erasures"
+    __table_args__ = (Index("ix_erasures_club_id_started_at", "club_id", "started_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    club_id: Mapped[str] = mapped_column(ForeignKey("clubs.id", ondelete="CASCADE"))
+    requested_by: Mapped[str] = mapped_column(String(16))
+    matched_by: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    counts: Mapped[str] = mapped_column(Text)
 
 
 class Delivery(Base):
@@ -179,6 +228,8 @@ class Delivery(Base):
     # Whether next_attempt_at is when the receiver asked (Retry-After), not the schedule's step.
     next_attempt_asked: Mapped[bool] = mapped_column(Boolean, server_default=false())
     response_code: Mapped[int | None] = mapped_column(Integer)
+    # Why a skipped delivery was skipped (``delivering.SkipReason``); NULL otherwise.
+    skipped_reason: Mapped[str | None] = mapped_column(String(16))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

@@ -13,6 +13,7 @@ from clubwire.storage.models import (
     Delivery,
     Endpoint,
     Event,
+    EventPerson,
     QueueEntry,
     QueueHead,
 )
@@ -22,5 +23,6 @@ clubs = cast(Table, Club.__table__)
 deliveries = cast(Table, Delivery.__table__)
 endpoints = cast(Table, Endpoint.__table__)
 events = cast(Table, Event.__table__)
+event_people = cast(Table, EventPerson.__table__)
 queue_entries = cast(Table, QueueEntry.__table__)
 queue_heads = cast(Table, QueueHead.__table__)

@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from clubwire import errors
-from clubwire.domain import delivering, timestamps
+from clubwire.domain import delivering, personal_data, timestamps
 from clubwire.domain.delivering import Status, Trigger
 from clubwire.domain.delivery_pages import PAGE_SIZE, Cursor, Filters
 from clubwire.storage import queue
@@ -19,7 +19,7 @@ from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
 DEFAULT_LIMIT = 50
 # Each delivery comes with its event's kind (not the body).
-_WITH_KIND = joinedload(Delivery.event).load_only(Event.kind)
+_WITH_KIND = joinedload(Delivery.event).load_only(Event.kind, Event.payload_removed)
 
 
 def list_deliveries(
@@ -172,6 +172,9 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
         raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
     if not delivering.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
+    refused = personal_data.refusal(delivery.event.payload_removed)
+    if refused is not None:
+        raise errors.Conflict(refused)
     delivery.next_attempt_at = now
     delivery.next_attempt_asked = False
     delivery.next_trigger = Trigger.MANUAL
@@ -189,6 +192,8 @@ def describe(delivery: Delivery) -> dict[str, object]:
         "eventId": delivery.event_id,
         "endpointId": delivery.endpoint_id,
         "status": delivery.status,
+        "skippedReason": delivery.skipped_reason,
+        "payloadRemoved": delivery.event.payload_removed,
         "attempt": delivery.attempt,
         "responseCode": delivery.response_code,
         "nextAttemptAt": timestamps.to_wire_or_none(delivery.next_attempt_at),

@@ -11,8 +11,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
-from clubwire.domain import event_catalog
-from clubwire.domain.delivering import Status
+from clubwire.domain import event_catalog, personal_data
+from clubwire.domain.delivering import SkipReason, Status
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Club, Endpoint, Event
 
@@ -56,19 +56,25 @@ def record_event(
     now: datetime,
     idempotency_key: str | None = None,
 ) -> Event:
-    """Store the envelope, serialised once: the exact bytes every attempt will send. The row
-    is written at once, by one INSERT (the unit of work's flush cost a publish an eighth of its
+    """Store the envelope, serialised once: the exact bytes every attempt will send, and the
+    digests of the persons it carries (an erasure finds them by these, ADR 0016). The row is
+    written at once, by one INSERT (the unit of work's flush cost a publish an eighth of its
     CPU); the event returned is not in the session."""
     event_id = ids.new_id("evt")
+    data = payload.model_dump(mode="json", by_alias=True)
     values = {
         "id": event_id,
         "club_id": club.id,
         "kind": kind,
-        "body": event_catalog.envelope(event_id, kind, now, club.id, payload),
+        "body": event_catalog.envelope(event_id, kind, now, club.id, data),
         "created_at": now,
         "idempotency_key": idempotency_key,
     }
     session.execute(insert(tables.events), values)
+    people = personal_data.digests(club.id, kind, data)
+    if people:
+        rows = [{"event_id": event_id, "digest": found, "club_id": club.id} for found in people]
+        session.execute(insert(tables.event_people), rows)
     return Event(**values)
 
 
@@ -89,6 +95,7 @@ def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: 
             "event_id": event.id,
             "endpoint_id": endpoint.id,
             "status": Status.PENDING if endpoint.enabled else Status.SKIPPED,
+            "skipped_reason": None if endpoint.enabled else SkipReason.OFF,
             "attempt": 0,
             "next_attempt_at": now if endpoint.enabled else None,
             "next_trigger": "scheduled",

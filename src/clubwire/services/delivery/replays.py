@@ -28,7 +28,7 @@ def preview(session: Session, club_id: str, endpoint_id: str, window: Window, li
     """What replaying ``window`` would send now; nothing is written."""
     _open_endpoint(session, club_id, endpoint_id)
     matching = _count(session, endpoint_id, window)
-    return Replay(min(matching, limit), matching)
+    return Replay(min(matching, limit), matching, _withheld(session, endpoint_id, window))
 
 
 def replay(
@@ -63,7 +63,7 @@ def replay(
     if count:
         connection = session.connection()
         queue.on(connection).mark_due(connection, [endpoint_id], now)
-    return Replay(count, max(matching, count))
+    return Replay(count, max(matching, count), _withheld(session, endpoint_id, window))
 
 
 def _execute(session: Session, statement: Executable) -> CursorResult[Any]:
@@ -86,14 +86,24 @@ def _open_endpoint(session: Session, club_id: str, endpoint_id: str, lock: bool 
 
 
 def _count(session: Session, endpoint_id: str, window: Window) -> int:
-    counted = _chosen(endpoint_id, window).with_only_columns(
-        func.count(), maintain_column_froms=True
-    )
+    return _counted(session, _chosen(endpoint_id, window))
+
+
+def _withheld(session: Session, endpoint_id: str, window: Window) -> int:
+    """How many of the window's deliveries are not sent: their payload was removed."""
+    return _counted(session, _chosen(endpoint_id, window, Event.payload_removed.is_not(None)))
+
+
+def _counted(session: Session, query: Select[Any]) -> int:
+    counted = query.with_only_columns(func.count(), maintain_column_froms=True)
     return session.scalar(counted) or 0
 
 
-def _chosen(endpoint_id: str, window: Window) -> Select[Any]:
-    """The window's deliveries that a replay sends (a Send test's ping never is)."""
+def _chosen(
+    endpoint_id: str, window: Window, payload: ColumnElement[bool] | None = None
+) -> Select[Any]:
+    """The window's deliveries that a replay sends (a Send test's ping never is, nor one
+    whose payload was erased or expired); ``payload``: those whose payload is so instead."""
     kind = Event.kind.in_(window.kinds) if window.kinds else Event.kind != event_catalog.PING
     return (
         select(Delivery.id)
@@ -103,6 +113,7 @@ def _chosen(endpoint_id: str, window: Window) -> Select[Any]:
             Delivery.created_at >= window.since,
             Delivery.created_at < window.until,
             kind,
+            Event.payload_removed.is_(None) if payload is None else payload,
             *_still(window),
         )
     )

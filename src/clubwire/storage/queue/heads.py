@@ -289,16 +289,16 @@ class Queue(abc.ABC):
         (by endpoint, due time, id); nothing is written."""
 
     def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:
-        """Store the attempts and move each delivery as its verdict says, unless another
-        attempt of it was recorded first (its attempts or status no longer what the job
-        read); attempts of deliveries deleted meanwhile are dropped. Two statements, both
-        reading the batch as one JSON document (``rows.batch``)."""
+        """Move each delivery as its verdict says, unless another attempt of it was
+        recorded first (its attempts or status no longer what the job read), then store the
+        attempts (``rows.ANSWER_KEPT``); attempts of deliveries deleted meanwhile are dropped.
+        Two statements, both reading the batch as one JSON document (``rows.batch``)."""
         if not results:
             return
         batch = rows.batch(results, connection.dialect)
         values = {"results": batch, "ids": rows.ids(results), "now": now}
-        connection.execute(self._insert_attempts, values)
         connection.execute(self._move, values)
+        connection.execute(self._insert_attempts, values)
 
     def give_back(
         self, connection: Connection, endpoint_ids: Collection[str], token: str, now: datetime

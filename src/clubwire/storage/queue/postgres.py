@@ -72,10 +72,12 @@ _INSERT_ATTEMPTS = text(
     f"""
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
         response_code, error, excerpt, retry_after)
-    SELECT m.id, m.number, m.trigger, m.started_at, m.duration_ms, m.response_code, m.error,
-        m.excerpt, m.retry_after
+    SELECT m.id, m.number, m.trigger, m.started_at, m.duration_ms, m.response_code,
+        {rows.ANSWER_KEPT}
     FROM {_RESULTS}
-    WHERE m.id IN (SELECT id FROM deliveries WHERE {_BATCH})
+    JOIN deliveries ON deliveries.id = m.id
+    JOIN events ON events.id = deliveries.event_id
+    WHERE {_BATCH}
     """  # noqa: S608 (constants of ours, not input)
 )
 _MOVE = text(

@@ -25,6 +25,14 @@ MOVED = f"""
     next_attempt_asked = m.asked, next_trigger = '{Trigger.SCHEDULED}',
     response_code = m.response_code, updated_at = :now
 """
+# What a recorded attempt keeps of the receiver's answer: all of it, unless its event's
+# payload was removed meanwhile (a member erased while the attempt was on its way; the record
+# moves the delivery first, so an erasure that holds it is waited for): then nothing a
+# receiver wrote, which may quote the payload.
+ANSWER_KEPT = """
+    CASE WHEN events.payload_removed IS NULL THEN m.error END,
+    CASE WHEN events.payload_removed IS NULL THEN m.excerpt ELSE '' END,
+    CASE WHEN events.payload_removed IS NULL THEN m.retry_after END"""
 STILL_AS_READ = (
     "deliveries.id = m.id AND deliveries.attempt = m.number - 1 AND deliveries.status = m.was"
 )

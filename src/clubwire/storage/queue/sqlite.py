@@ -59,8 +59,10 @@ _JOBS = text(
     """
 ).bindparams(rows.NOW, bindparam("after_due", type_=UTCDateTime()))
 
-# The batch's rows (``m``), each found through the primary key.
-_RESULTS = """m AS (
+# The batch's rows (``m``), each found through the primary key. A subquery, not a ``WITH``:
+# Python's sqlite3 opens the transaction only before a statement that begins with INSERT or
+# UPDATE, and the two statements of a record must commit together.
+_RESULTS = """(
         SELECT
             json_extract(value, '$.id') AS id,
             json_extract(value, '$.number') AS number,
@@ -75,23 +77,22 @@ _RESULTS = """m AS (
             json_extract(value, '$.status') AS status,
             json_extract(value, '$.next_attempt_at') AS next_attempt_at,
             json_extract(value, '$.asked') AS asked
-        FROM json_each(:results))"""
+        FROM json_each(:results)) AS m"""
 _INSERT_ATTEMPTS = text(
     f"""
-    WITH {_RESULTS}
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
         response_code, error, excerpt, retry_after)
-    SELECT id, number, trigger, started_at, duration_ms, response_code, error, excerpt,
-        retry_after
-    FROM m
-    WHERE EXISTS (SELECT 1 FROM deliveries WHERE deliveries.id = m.id)
+    SELECT m.id, m.number, m.trigger, m.started_at, m.duration_ms, m.response_code,
+        {rows.ANSWER_KEPT}
+    FROM {_RESULTS}
+    JOIN deliveries ON deliveries.id = m.id
+    JOIN events ON events.id = deliveries.event_id
     """  # noqa: S608 (constants of ours, not input)
 )
 _MOVE = text(
     f"""
-    WITH {_RESULTS}
     UPDATE deliveries SET {rows.MOVED}
-    FROM m
+    FROM {_RESULTS}
     WHERE {rows.STILL_AS_READ}
     """  # noqa: S608 (constants of ours, not input)
 ).bindparams(rows.NOW)
