@@ -66,7 +66,7 @@ def test_the_cli_previews_replays_and_replays_nothing_twice(
     assert ok(run(*world.args())).out == "Replayed 5 deliveries.\n"
     assert _due(session) == 5
     again = json.loads(ok(run(*world.args("--json"))).out)
-    assert again == {"count": 0, "matching": 0, "capped": False, "dryRun": False}
+    assert again == {"count": 0, "matching": 0, "capped": False, "withheld": 0, "dryRun": False}
     succeeded = ok(run(*world.args("--status", "succeeded", "--event", "registration.created")))
     assert succeeded.out == "Replayed 1 delivery.\n"
 
@@ -127,7 +127,7 @@ def test_the_api_previews_then_replays_once(
     body = {"since": SINCE, "until": UNTIL, "dryRun": True}
     preview = client.post(world.url, json=body, headers=AUTH)
     assert preview.status_code == 200, preview.text
-    assert preview.json() == {"count": 5, "matching": 5, "capped": False, "dryRun": True}
+    assert preview.json() == {"count": 5, "matching": 5, "capped": False, "withheld": 0, "dryRun": True}
     assert _due(session) == 0
     body = {"since": SINCE, "until": UNTIL, "statuses": ["dead", "succeeded"]}
     assert client.post(world.url, json=body, headers=AUTH).json()["count"] == 6
