@@ -7,6 +7,7 @@ import re
 import sqlite3
 import subprocess
 from collections.abc import Iterable
+from contextlib import closing
 
 from sqlalchemy.engine import make_url
 
@@ -24,7 +25,7 @@ def dump(database_url: str) -> str:
     decoded as UTF-8."""
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
-        with sqlite3.connect(str(url.database)) as connection:
+        with closing(sqlite3.connect(str(url.database))) as connection:
             text = "\n".join(connection.iterdump())
         blobs = _SQLITE_BLOB
     else:

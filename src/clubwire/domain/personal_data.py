@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 from pydantic.fields import FieldInfo
 
 from clubwire import errors
@@ -201,12 +202,16 @@ class ErasureRequest(BaseModel):
     a member id, or both, and whether to only count."""
 
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, validate_by_name=True, frozen=True
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        frozen=True,
+        json_schema_extra={"anyOf": [{"required": ["email"]}, {"required": ["memberId"]}]},
     )
-    email: payloads.Email | None = Field(
+    email: payloads.Email | SkipJsonSchema[None] = Field(
         default=None, description="Erase every person with this email, in any case."
     )
-    member_id: payloads.PlatformId | None = Field(
+    member_id: payloads.PlatformId | SkipJsonSchema[None] = Field(
         default=None, description="Erase every person with this member id."
     )
     dry_run: StrictBool = Field(
