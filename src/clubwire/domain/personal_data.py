@@ -33,8 +33,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic.json_schema import SkipJsonSchema
 from pydantic.fields import FieldInfo
+from pydantic.json_schema import SkipJsonSchema
 
 from clubwire import errors
 from clubwire.domain import event_catalog, payloads

@@ -127,7 +127,13 @@ def test_the_api_previews_then_replays_once(
     body = {"since": SINCE, "until": UNTIL, "dryRun": True}
     preview = client.post(world.url, json=body, headers=AUTH)
     assert preview.status_code == 200, preview.text
-    assert preview.json() == {"count": 5, "matching": 5, "capped": False, "withheld": 0, "dryRun": True}
+    assert preview.json() == {
+        "count": 5,
+        "matching": 5,
+        "capped": False,
+        "withheld": 0,
+        "dryRun": True,
+    }
     assert _due(session) == 0
     body = {"since": SINCE, "until": UNTIL, "statuses": ["dead", "succeeded"]}
     assert client.post(world.url, json=body, headers=AUTH).json()["count"] == 6
