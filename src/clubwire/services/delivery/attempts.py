@@ -105,8 +105,8 @@ class Attempter:
 
     def _tell(self, result: Result, location: str | None) -> None:
         """The attempt's log line and metrics. The line leaves out what the receiver wrote
-        (the ``location`` of its redirect, its ``Retry-After``): it may echo a member's name
-        or email (``logs.unquoted``)."""
+        (the ``location`` of its redirect, a ``Retry-After`` not of the standard's shape): it
+        may echo a member's name or email (``logs.unquoted``)."""
         job = result.job
         outcome = delivering.outcome(result.verdict, result.ok)
         steered = delivering.steered(result)
@@ -126,10 +126,18 @@ class Attempter:
                 "response_code": result.response_code,
                 "error": logs.unquoted(result.error, location),
                 "duration_ms": result.duration_ms,
-                "retry_after": logs.unquoted(result.retry_after, result.retry_after),
+                "retry_after": _told(result.retry_after),
                 "steered": steered,
             },
         )
+
+
+def _told(asked: str | None) -> str | None:
+    """A ``Retry-After`` as the attempt line tells it: as it came when it has the standard's
+    shape (seconds or a date), else left out."""
+    if asked is None or retry_after.readable(asked):
+        return asked
+    return logs.unquoted(asked, asked)
 
 
 @asynccontextmanager

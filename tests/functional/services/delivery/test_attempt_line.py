@@ -1,6 +1,6 @@
-"""The attempt's log line leaves out what the receiver wrote (its ``Location``, its
-``Retry-After``), which may echo a member's name or email; the attempt stored keeps it, for
-the club's staff, where an erasure can scrub it (issue 34)."""
+"""The attempt's log line leaves out what the receiver wrote (its ``Location``, a
+``Retry-After`` that is not one), which may echo a member's name or email; the attempt stored
+keeps it, for the club's staff, where an erasure can scrub it (issue 34)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ ECHOED = "ann.o'neil@example.com"
             (f"redirect not followed (302 to {logs.UNQUOTED})", None),
         ),
         (503, "Retry-After", (None, ECHOED), (None, logs.UNQUOTED)),
+        (503, "Retry-After", (None, "120"), (None, "120")),
     ],
 )
 def test_the_line_says_the_receiver_answered_but_not_its_words(
@@ -44,7 +45,7 @@ def test_the_line_says_the_receiver_answered_but_not_its_words(
     logged: tuple[str | None, str | None],
 ) -> None:
     hooks = receiver_settings(settings, ca_bundle=tls.bundle, attempt_timeout=5.0)
-    words = f"/moved?{ECHOED}" if header == "Location" else ECHOED
+    words = stored[1] or f"/moved?{ECHOED}"
     with serving(tls, status=status, answer_headers=[(header, words)]) as receiver:
         with sessions.begin() as session:
             club = make_club(session)
