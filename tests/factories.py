@@ -12,14 +12,15 @@ from sqlalchemy import Connection, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import event_catalog, program_wire, scopes
-from clubwire.domain.delivering import Status
+from clubwire.domain.delivering import Job, Result, RetrySchedule, Status, judge
 from clubwire.services import clubs, endpoints, programs
 from clubwire.services.club_api import keys
-from clubwire.services.delivery import events
+from clubwire.services.delivery import claims, events
 from clubwire.services.staff import users, web_sessions
 from clubwire.settings import Settings
 from clubwire.storage import queue
 from clubwire.storage.models import ApiKey, Club, Delivery, Endpoint, Program, QueueEntry
+from clubwire.storage.queue import Want
 
 EPOCH = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PASSWORD = "correct horse battery staple"  # every user's the factories make
@@ -128,6 +129,14 @@ def registration(**overrides: Any) -> dict[str, Any]:
     return data
 
 
+def about(kind: str, seed: int = 0, **member: str) -> dict[str, Any]:
+    """A valid ``data`` of ``kind`` (one that carries a member) about this member: its id,
+    name and email as given."""
+    data: dict[str, Any] = event_catalog.sample(kind, EPOCH, random.Random(seed))
+    data["member"] = {**data["member"], **member}
+    return data
+
+
 def make_delivery(
     session: Session,
     club: Club,
@@ -151,6 +160,33 @@ def make_delivery(
     connection = session.connection()
     queue.on(connection).refresh(connection, [endpoint.id])
     return session.scalars(select(Delivery.id).where(Delivery.event_id == event.id)).one()
+
+
+def claim_jobs(
+    session: Session, token: str, lanes: int = 5, per_lane: int = 10, now: datetime = EPOCH
+) -> list[Job]:
+    """The due deliveries of up to ``lanes`` lanes, ``per_lane`` each, claimed by the worker
+    ``token`` at ``now`` under a lease of a minute."""
+    until = now + timedelta(seconds=60)
+    leased = claims.take_lanes(session, now, until, token, lanes)
+    jobs, _ = claims.claim(
+        session, now, token, {lane.endpoint_id: Want(lane, per_lane, until) for lane in leased}
+    )
+    return jobs
+
+
+def answered(
+    job: Job,
+    code: int | None,
+    excerpt: str = "",
+    error: str | None = None,
+    retry_after: str | None = None,
+) -> Result:
+    """What an attempt of ``job`` at ``EPOCH`` gave, judged on the default schedule: a 2xx
+    ``code`` is a success."""
+    ok = code is not None and 200 <= code < 300
+    verdict = judge(job, ok, EPOCH, RetrySchedule(), 0.5, code=code)
+    return Result(job, EPOCH, ok, code, error, 7, excerpt, verdict, retry_after=retry_after)
 
 
 def queue_order(connection: Connection) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:

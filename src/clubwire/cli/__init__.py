@@ -20,6 +20,7 @@ from clubwire.cli import (  # noqa: F401
     events,
     keys,
     listening,
+    members,
     retention,
     secrets,
     serving,

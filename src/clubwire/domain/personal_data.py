@@ -24,9 +24,18 @@ from functools import cache
 from urllib.parse import quote, quote_plus
 
 import orjson
-from pydantic import BaseModel
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
+from clubwire import errors
 from clubwire.domain import event_catalog, payloads
 
 MARKER = "[erased]"
@@ -185,6 +194,50 @@ class Wanted:
             and email.casefold() == self.email.casefold()
         )
         return by_email or (self.member_id is not None and person.get(ID) == self.member_id)
+
+
+class ErasureRequest(BaseModel):
+    """What an erasure is asked with (the internal API's body; the CLI's options): an email,
+    a member id, or both, and whether to only count."""
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, validate_by_name=True, frozen=True
+    )
+    email: payloads.Email | None = Field(
+        default=None, description="Erase every person with this email, in any case."
+    )
+    member_id: payloads.PlatformId | None = Field(
+        default=None, description="Erase every person with this member id."
+    )
+    dry_run: StrictBool = Field(
+        default=False, description="Count what would change; change nothing."
+    )
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> ErasureRequest:
+        if self.email is None and self.member_id is None:
+            raise ValueError("give an email, a member id (memberId), or both")
+        return self
+
+    @property
+    def wanted(self) -> Wanted:
+        return Wanted(self.email, self.member_id)
+
+
+_NAMED = {"email": "the email:", "memberId": "the member id:"}
+
+
+def erasure_request(email: str | None, member_id: str | None, dry_run: bool) -> ErasureRequest:
+    """The request from plain values (the CLI's options); InvalidInput saying what is wrong."""
+    given = {"email": email, "memberId": member_id, "dryRun": dry_run}
+    try:
+        return ErasureRequest.model_validate(given)
+    except ValidationError as error:
+        first = error.errors(include_url=False, include_input=False)[0]
+        problem = first["msg"].removeprefix("Value error, ")
+        where = _NAMED.get(str(first["loc"][0]) if first["loc"] else "", "")
+        said = f"{where} {problem}" if where else problem
+        raise errors.InvalidInput(f"Cannot erase: {said}.") from None
 
 
 # --------------------------------------------------------------------------- erasing a body

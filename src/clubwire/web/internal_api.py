@@ -1,5 +1,5 @@
 """The host platform's API, ``/internal/v1``: sync clubs, the module switch and programs;
-publish events; replay an endpoint's deliveries."""
+publish events; replay an endpoint's deliveries; erase a member."""
 
 from __future__ import annotations
 
@@ -14,9 +14,17 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
-from clubwire.domain import event_catalog, program_wire, replay_window, slugs, text
+from clubwire.domain import (
+    event_catalog,
+    personal_data,
+    program_wire,
+    replay_window,
+    slugs,
+    text,
+)
 from clubwire.services import clubs, programs
 from clubwire.services.delivery import events, replays
+from clubwire.services.personal_data import erasures
 from clubwire.settings import Settings
 from clubwire.storage import models
 from clubwire.web import bearer, context, openapi, problems
@@ -108,7 +116,37 @@ class ReplayOut(_Out):
     capped: Annotated[
         bool, Field(description="More than CLUBWIRE_REPLAY_LIMIT: replay again for the rest.")
     ]
+    withheld: Annotated[
+        int,
+        Field(
+            description="Deliveries of the window never sent again: their payload was erased "
+            "at a member's request or has expired."
+        ),
+    ]
     dry_run: bool
+
+
+class ErasureCounts(BaseModel):
+    events: Annotated[int, Field(description="Event bodies with the member's fields replaced.")]
+    deliveries: Annotated[
+        int, Field(description="Deliveries not yet delivered, now skipped as erased.")
+    ]
+    attempts: Annotated[
+        int, Field(description="Attempts whose recorded answer, error or Retry-After quoted them.")
+    ]
+    emails: Annotated[int, Field(description="Emails of the outbox that quoted them.")]
+    flashes: Annotated[int, Field(description="Messages of the settings area that quoted them.")]
+
+
+class ErasureOut(_Out):
+    id: Annotated[str | None, Field(description="The erasure's record; null for a dry run.")]
+    club: str
+    requested_by: Annotated[str, Field(examples=["platform"])]
+    matched_by: Annotated[list[str], Field(examples=[["email", "member_id"]])]
+    started_at: str
+    finished_at: str
+    dry_run: bool
+    counts: ErasureCounts
 
 
 class ClubOut(_Out):
@@ -187,6 +225,19 @@ def router() -> APIRouter:
         **secured,
     )
     api.add_api_route(
+        "/clubs/{slug}/erasures",
+        erase_member,
+        methods=["POST"],
+        summary="Erase a member's personal data",
+        description=ERASURE_DESCRIPTION,
+        status_code=201,
+        responses={
+            200: {"description": "A dry run: what would change", "model": ErasureOut},
+            **problems.documented(400, 413),
+        },
+        **secured,
+    )
+    api.add_api_route(
         "/clubs/{slug}/programs/{program_id}",
         delete_program,
         methods=["DELETE"],
@@ -205,6 +256,28 @@ REPLAY_DESCRIPTION = (
     "not yet sent is not counted again, so a repeated request replays nothing twice. "
     "Refused (409) while the endpoint or the club's module is off."
 )
+
+
+ERASURE_DESCRIPTION = (
+    "Replaces the member's name and email by the marker [erased] in every event of the "
+    "club that carries them (found by email in any case, or by member id), skips their "
+    "deliveries not yet delivered, and scrubs them from recorded answers, emails and "
+    "messages; ids, kinds and times stay. Answers with a record of the erasure (201) that "
+    "holds no personal data. Idempotent: asked again, it finds nothing left. A dry run "
+    "(200) counts what would change and changes nothing."
+)
+
+
+def erase_member(
+    slug: Slug, body: personal_data.ErasureRequest, request: Request, response: Response
+) -> ErasureOut:
+    app = context.of(request)
+    done = erasures.erase(
+        app.sessions, slug, body.wanted, app.now, erasures.By.PLATFORM, dry_run=body.dry_run
+    )
+    if body.dry_run:
+        response.status_code = 200
+    return ErasureOut.model_validate(done.describe())
 
 
 # Every write runs through ``context.transact``: one that loses a race with another request or

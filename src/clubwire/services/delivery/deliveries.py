@@ -164,6 +164,9 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     """Retry: bring a waiting attempt forward to now, or queue one manual attempt of a
     finished delivery (same delivery and event ids; a fresh signature when it is sent)."""
     delivery = get_delivery(session, club_id, delivery_id)
+    refused = personal_data.refusal(delivery.event.payload_removed)
+    if refused is not None:
+        raise errors.Conflict(refused)
     endpoint = session.get_one(Endpoint, delivery.endpoint_id)
     club = session.get_one(Club, club_id)
     if not club.webhooks_enabled:
@@ -172,9 +175,6 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
         raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
     if not delivering.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
-    refused = personal_data.refusal(delivery.event.payload_removed)
-    if refused is not None:
-        raise errors.Conflict(refused)
     delivery.next_attempt_at = now
     delivery.next_attempt_asked = False
     delivery.next_trigger = Trigger.MANUAL
