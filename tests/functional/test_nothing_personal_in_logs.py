@@ -2,8 +2,8 @@
 PostgreSQL, ``clubwire worker``) processes at their most talkative level publish events of
 a member whose name and email are unique strings, deliver them to receivers that echo them
 back in every way a receiver can (a body, a ``Location``, a ``Retry-After``), fail until
-deliveries die and failure emails go out through a real SMTP server; then no line any
-process wrote holds the name or the email, in any spelling."""
+deliveries die and failure emails go out through a real SMTP server, then erase the member;
+and no line any process wrote holds the name or the email, in any spelling."""
 
 from __future__ import annotations
 
@@ -109,6 +109,14 @@ def _publish(base: str, member: Member) -> None:
     assert _post(events, again, once) == 409
 
 
+def _erase(base: str, member: Member) -> None:
+    """A dry run, the erasure, and one refused (422) whose email is the name and email."""
+    erasures = f"{base}/internal/v1/clubs/granite/erasures"
+    assert _post(erasures, {"email": member.email, "dryRun": True}) == 200
+    assert _post(erasures, {"email": member.email}) == 201
+    assert _post(erasures, {"email": f"{member.name} <{member.email}>"}) == 422
+
+
 def _post(url: str, body: object, headers: dict[str, str] | None = None) -> int:
     """The status of POST ``url`` with ``body`` as JSON, by the platform."""
     sent = {**AUTH, "Content-Type": "application/json", **(headers or {})}
@@ -154,6 +162,7 @@ def test_no_line_of_any_process_holds_a_members_name_or_email(
         run.until(lambda: _unfinished(sessions) == 0, "every delivery finished", 60)
         mailbox.wait_for(FAILING)
         run.until(lambda: run.outputs().count(' sent"') >= FAILING, "a line per email sent")
+        _erase(f"http://127.0.0.1:{port}", member)
         for process in processes:
             run.interrupt(process)
             process.wait(30)
@@ -162,6 +171,7 @@ def test_no_line_of_any_process_holds_a_members_name_or_email(
     assert echoed == {**echoed, "name": member.name, "email": member.email}
     assert '"event":"attempt"' in output, output
     assert "redirect not followed" in output, output
+    assert '"event":"erased"' in output, output
     assert _leaks(output, member) == []
 
 
