@@ -38,6 +38,7 @@ bench: $(READY)
 	$(PYTHON) bench/neighbours.py
 	$(PYTHON) bench/retries.py
 	$(PYTHON) bench/throttling.py
+	$(PYTHON) bench/erasure.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

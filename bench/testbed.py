@@ -353,17 +353,17 @@ _HEADS = text(
 ).bindparams(bindparam("endpoints", expanding=True))
 
 
-def analyse(bed: Bed) -> None:
-    """VACUUM ANALYZE the deliveries and the queue's order on PostgreSQL (outside a
-    transaction), then CHECKPOINT, so that the runs after a bulk load pay neither for its
-    WAL and dirty pages (a checkpoint falling inside a run writes them then) nor for
-    autovacuum working through a million new rows beside them; nothing on SQLite, where
-    clubwire runs no ANALYZE either."""
+def analyse(bed: Bed, tables: str = "deliveries, queue_entries, queue_heads") -> None:
+    """VACUUM ANALYZE the ``tables`` loaded (by default the deliveries and the queue's order)
+    on PostgreSQL (outside a transaction), then CHECKPOINT, so that the runs after a bulk
+    load pay neither for its WAL and dirty pages (a checkpoint falling inside a run writes
+    them then) nor for autovacuum working through a million new rows beside them; nothing
+    on SQLite, where clubwire runs no ANALYZE either."""
     if bed.name != "postgresql":
         return
     engine = bed.sessions.kw["bind"]
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.execute(text("VACUUM ANALYZE deliveries, queue_entries, queue_heads"))
+        connection.execute(text(f"VACUUM ANALYZE {tables}"))
         connection.execute(text("CHECKPOINT"))
 
 

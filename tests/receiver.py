@@ -1,8 +1,9 @@
 """A real HTTPS webhook receiver for tests: its own thread and event loop, and TLS from a
 local CA of the test's own (``clubwire.receiving``, as ``clubwire listen`` uses).
 
-Each test picks what it answers (``status`` and ``answer_headers``, ``delay``, or ``hang``)
-and reads back what arrived. Modelled on Svix's test receiver.
+Each test picks what it answers (``status`` and ``answer_headers``, ``delay``, or ``hang``;
+``echo`` sends the request's body back) and reads back what arrived. Modelled on Svix's
+test receiver.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Receiver:
     answer_headers: list[tuple[str, str]] = field(default_factory=list)  # a name may repeat
     delay: float = 0.0
     hang: bool = False
+    echo: bool = False
     received: list[Received] = field(default_factory=list)
     arrived: threading.Condition = field(default_factory=threading.Condition)
     in_flight: int = 0
@@ -72,7 +74,7 @@ class Receiver:
                 await asyncio.sleep(self.delay)
             return web.Response(
                 status=self.status,
-                text=f"answered {self.status}",
+                body=body if self.echo else f"answered {self.status}".encode(),
                 headers=self.answer_headers,
             )
         finally:

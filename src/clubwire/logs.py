@@ -1,5 +1,5 @@
 """Logs as JSON lines on standard error, one object per line; never a key, a secret, a
-signature, a query string or a credential header.
+signature, a query string, a credential header, or words a receiver wrote (``unquoted``).
 
 ``configure`` makes every log record of the process such a line:
 ``{"time", "level", "logger", "message"}`` (and ``"error"`` with a traceback). Event lines
@@ -40,6 +40,7 @@ FLUSH_AFTER = 0.1  # seconds: event lines written in an event loop wait at most 
 _OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_APPEND_NEWLINE
 _NAMES = {number: name for name, number in LEVELS.items()} | {logging.CRITICAL: "critical"}
 _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.asgi")
+UNQUOTED = "[not logged]"  # in place of a receiver's words
 
 _fallback = logging.getLogger("clubwire.events")
 _buffers: weakref.WeakKeyDictionary[io.RawIOBase, io.BufferedWriter] = weakref.WeakKeyDictionary()
@@ -157,6 +158,17 @@ def event(name: str, fields: dict[str, object], level: int = logging.INFO) -> No
     elif level >= _destination.level:
         line = {"time": datetime.now(UTC), "level": _NAMES.get(level, "info"), "event": name}
         write(_dumps(line | fields, _OPTIONS))
+
+
+def unquoted(text: str | None, *quoted: str | None) -> str | None:
+    """``text`` with the words of another party it quotes (``quoted``: a receiver's
+    ``Location``, its ``Retry-After``) replaced by ``UNQUOTED``. A receiver may echo what it
+    was sent, a member's name or email (DESIGN §9); the attempt stored keeps its words and an
+    erasure scrubs them there, but a log line is shipped away and never erased."""
+    for words in quoted:
+        if text is not None and words:
+            text = text.replace(words, UNQUOTED)
+    return text
 
 
 def _dumps(line: dict[str, object], option: int) -> bytes:

@@ -156,3 +156,21 @@ def test_before_configure_a_refused_field_is_written_escaped_too() -> None:
     record = logging.LogRecord("clubwire.events", logging.INFO, "", 0, "attempt", None, None)
     record.fields = {"error": "to /\udcff"}
     assert orjson.loads(logs.JsonFormatter().format(record))["error"] == "to /\\xff"
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted", "expected"),
+    [
+        ("redirect not followed (302 to /x?a@b.example)", ("/x?a@b.example",), "redirect "
+         f"not followed (302 to {logs.UNQUOTED})"),
+        ("Zoë", ("Zoë",), logs.UNQUOTED),
+        ("timeout", (None,), "timeout"),
+        ("redirect not followed (302)", ("",), "redirect not followed (302)"),
+        ("a b a", ("a", "b"), f"{logs.UNQUOTED} {logs.UNQUOTED} {logs.UNQUOTED}"),
+        (None, ("a",), None),
+    ],
+)  # fmt: skip
+def test_unquoted_leaves_out_every_place_a_receivers_words_are_quoted(
+    text: str | None, quoted: tuple[str | None, ...], expected: str | None
+) -> None:
+    assert logs.unquoted(text, *quoted) == expected

@@ -31,6 +31,7 @@ _RFC850_DATE = re.compile(
 _ASCTIME_DATE = re.compile(
     f"(?:{_DAYS}) {_MONTH} (?P<day>[0-9]{{2}}| [0-9]) {_TIME} (?P<year>[0-9]{{4}})"
 )
+_DATES = (_IMF_FIXDATE, _RFC850_DATE, _ASCTIME_DATE)
 # More digits than this (leading zeros aside) is further off than any calendar date.
 _MOST_DIGITS = 12
 # A two-digit year that would be further ahead than this is of the century before.
@@ -52,6 +53,17 @@ def asked(value: str | None, now: datetime, most: timedelta) -> datetime | None:
     return min(until, now + most)
 
 
+def readable(value: str) -> bool:
+    """Whether ``value`` has the shape of a ``Retry-After`` (delay-seconds, or an HTTP-date in
+    one of its forms), whatever it asks: such a value holds digits and the names of days and
+    months, and nothing else a receiver could have chosen (such as an echo of what it was
+    sent)."""
+    value = value.strip(" \t")
+    if not value.isascii():
+        return False
+    return value.isdigit() or any(form.fullmatch(value) for form in _DATES)
+
+
 def _after_seconds(digits: str, now: datetime) -> datetime | None:
     """``now`` plus the delay-seconds ``digits``; None past any calendar date."""
     meaningful = digits.lstrip("0")
@@ -66,7 +78,7 @@ def _after_seconds(digits: str, now: datetime) -> datetime | None:
 def _date(value: str, now: datetime) -> datetime | None:
     """The HTTP-date ``value`` in any of its three forms; None when it is none, or names
     no real moment."""
-    for form in (_IMF_FIXDATE, _RFC850_DATE, _ASCTIME_DATE):
+    for form in _DATES:
         found = form.fullmatch(value)
         if found is not None:
             return _moment(found, now)

@@ -144,3 +144,30 @@ def test_any_imf_fixdate_asks_for_its_time_if_ahead(moment: datetime) -> None:
     moment = moment.replace(microsecond=0, tzinfo=UTC)
     found = _asked(format_datetime(moment, usegmt=True))
     assert found == (min(moment, NOW + MOST) if moment > NOW else None)
+
+
+@pytest.mark.parametrize(
+    ("value", "readable"),
+    [
+        ("120", True),
+        (" 0 ", True),
+        ("Mon, 05 Jan 2026 13:00:00 GMT", True),
+        ("Monday, 05-Jan-26 13:00:00 GMT", True),
+        ("Mon Jan  5 13:00:00 2026", True),
+        ("Mon, 30 Feb 2026 13:00:00 GMT", True),  # of the shape, though no such day
+        ("ann@example.com", False),
+        ("120, 60", False),
+        ("Ann O'Neil", False),
+        ("١٢٠", False),
+        ("", False),
+    ],
+)
+def test_readable_says_whether_a_value_has_the_shape_of_one(value: str, readable: bool) -> None:
+    assert retry_after.readable(value) is readable
+
+
+@given(st.text())
+def test_whatever_is_readable_is_ascii_digits_dates_and_blanks(value: str) -> None:
+    if retry_after.readable(value):
+        assert value.strip(" \t").isascii()
+        assert "@" not in value

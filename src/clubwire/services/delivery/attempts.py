@@ -100,11 +100,13 @@ class Attempter:
             verdict=verdict,
             retry_after=answer.retry_after,
         )
-        self._tell(result)
+        self._tell(result, answer.location)
         return result
 
-    def _tell(self, result: Result) -> None:
-        """The attempt's log line and metrics."""
+    def _tell(self, result: Result, location: str | None) -> None:
+        """The attempt's log line and metrics. The line leaves out what the receiver wrote
+        (the ``location`` of its redirect, a ``Retry-After`` not of the standard's shape): it
+        may echo a member's name or email (``logs.unquoted``)."""
         job = result.job
         outcome = delivering.outcome(result.verdict, result.ok)
         steered = delivering.steered(result)
@@ -122,12 +124,20 @@ class Attempter:
                 "attempt": job.attempts_made + 1,
                 "outcome": outcome,
                 "response_code": result.response_code,
-                "error": result.error,
+                "error": logs.unquoted(result.error, location),
                 "duration_ms": result.duration_ms,
-                "retry_after": result.retry_after,
+                "retry_after": _told(result.retry_after),
                 "steered": steered,
             },
         )
+
+
+def _told(asked: str | None) -> str | None:
+    """A ``Retry-After`` as the attempt line tells it: as it came when it has the standard's
+    shape (seconds or a date), else left out."""
+    if asked is None or retry_after.readable(asked):
+        return asked
+    return logs.unquoted(asked, asked)
 
 
 @asynccontextmanager

@@ -96,9 +96,10 @@ class PublicResolver(AbstractResolver):
 class Answer:
     """What the receiver answered to one post: its status code, or ``error`` when there was no
     answer to take (refused, timed out, blocked, no TLS), and its ``Retry-After`` as given
-    (None without one; several are joined with commas, as HTTP joins a field's lines).
-    ``error``, ``excerpt`` and ``retry_after`` are safe to store (valid Unicode, control
-    characters escaped, cut to their columns' sizes, ``records.ERROR_LIMIT``,
+    (None without one; several are joined with commas, as HTTP joins a field's lines), and
+    the ``Location`` of a redirect as its ``error`` quotes it (the receiver's words, which a
+    log line leaves out). ``error``, ``excerpt`` and ``retry_after`` are safe to store (valid
+    Unicode, control characters escaped, cut to their columns' sizes, ``records.ERROR_LIMIT``,
     ``records.EXCERPT_LIMIT`` and ``records.RETRY_AFTER_LIMIT``); HTML-escape them where they
     are shown."""
 
@@ -107,6 +108,7 @@ class Answer:
     duration_ms: int
     excerpt: str = ""
     retry_after: str | None = None
+    location: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -207,7 +209,8 @@ class Sender:
             attempt.status = response.status
             attempt.retry_after = _retry_after(response)
             await _read_capped(response, attempt.body)
-            attempt.error = _redirect_error(response)
+            attempt.location = _location(response)
+            attempt.error = _redirect_error(response.status, attempt.location)
 
     def _open_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -228,6 +231,7 @@ class _Attempt:
     status: int | None = None
     error: str | None = None
     retry_after: str | None = None
+    location: str | None = None
     body: bytearray = field(default_factory=bytearray)
 
     def answer(self, started: float) -> Answer:
@@ -235,7 +239,9 @@ class _Attempt:
         (and cut to their column), once for the whole pipeline."""
         duration_ms = round((time.monotonic() - started) * 1000)
         error = None if self.error is None else text.cleaned(self.error, records.ERROR_LIMIT)
-        return Answer(self.status, error, duration_ms, excerpt(self.body), self.retry_after)
+        return Answer(
+            self.status, error, duration_ms, excerpt(self.body), self.retry_after, self.location
+        )
 
 
 def excerpt(body: bytes | bytearray) -> str:
@@ -272,12 +278,18 @@ def _retry_after(response: aiohttp.ClientResponse) -> str | None:
     return text.cleaned(", ".join(given), records.RETRY_AFTER_LIMIT)
 
 
-def _redirect_error(response: aiohttp.ClientResponse) -> str | None:
+def _location(response: aiohttp.ClientResponse) -> str | None:
+    """A redirect's ``Location``, made safe to store and cut; None when there is none."""
     if not 300 <= response.status < 400:
         return None
-    location = text.cleaned(response.headers.get("Location", ""), MAX_LOCATION_CHARACTERS)
+    return text.cleaned(response.headers.get("Location", ""), MAX_LOCATION_CHARACTERS) or None
+
+
+def _redirect_error(status: int, location: str | None) -> str | None:
+    if not 300 <= status < 400:
+        return None
     target = f" to {location}" if location else ""
-    return f"redirect not followed ({response.status}{target})"
+    return f"redirect not followed ({status}{target})"
 
 
 def _refusal(exc: addresses.UnsafeUrl) -> str:

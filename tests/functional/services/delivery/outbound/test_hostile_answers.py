@@ -39,6 +39,8 @@ EXPECTED = {
     "64 KiB header": ("invalid http response", ""),
 }
 
+# What their log lines say: never a receiver's words (its Location), which could echo a member.
+LOGGED = {f"redirect not followed (302 to {logs.UNQUOTED})", "invalid http response"}
 
 HANDLERS = {
     "long location": answering(302, b"", f"Location: {LONG_LOCATION}"),
@@ -88,9 +90,7 @@ def test_hostile_answers_are_recorded_and_hold_up_no_one(
     attempt_lines = captured.events("attempt")  # every line of the run parsed as JSON
     if logs.LEVELS[level] <= logs.LEVELS["info"]:
         assert len(attempt_lines) == 12 + 2 * len(HANDLERS)
-        assert {line["error"] for line in attempt_lines} - {None} == {
-            error for error, _ in EXPECTED.values()
-        }
+        assert {line["error"] for line in attempt_lines} - {None} == LOGGED
     else:
         assert attempt_lines == []
 
