@@ -3,7 +3,8 @@ PostgreSQL, ``clubwire worker``) processes at their most talkative level publish
 a member whose name and email are unique strings, deliver them to receivers that echo them
 back in every way a receiver can (a body, a ``Location``, a ``Retry-After``), fail until
 deliveries die and failure emails go out through a real SMTP server, then erase the member;
-and no line any process wrote holds the name or the email, in any spelling."""
+and no line any process wrote, nor any email sent, holds the name or the email, in any
+spelling."""
 
 from __future__ import annotations
 
@@ -173,6 +174,9 @@ def test_no_line_of_any_process_holds_a_members_name_or_email(
     assert "redirect not followed" in output, output
     assert '"event":"erased"' in output, output
     assert _leaks(output, member) == []
+    emails = "\n".join(f"{m['Subject']}\n{m.get_content()}" for m in mailbox.messages)
+    assert "redirect not followed (302 to [not logged])" in emails, emails
+    assert _leaks(emails, member) == []  # sent where no erasure can follow
 
 
 def _environment(settings: Settings, tls: Authority, smtp: int) -> dict[str, str]:

@@ -135,6 +135,9 @@ class Result:
     excerpt: str
     verdict: Verdict
     retry_after: str | None = None
+    # The Location of a redirect as ``error`` quotes it: the receiver's words, which may echo
+    # a member's name or email, so log lines and emails leave them out (``logs.unquoted``).
+    location: str | None = None
 
     @property
     def strains(self) -> bool:

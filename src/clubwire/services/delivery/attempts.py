@@ -99,13 +99,14 @@ class Attempter:
             excerpt=answer.excerpt,
             verdict=verdict,
             retry_after=answer.retry_after,
+            location=answer.location,
         )
-        self._tell(result, answer.location)
+        self._tell(result)
         return result
 
-    def _tell(self, result: Result, location: str | None) -> None:
+    def _tell(self, result: Result) -> None:
         """The attempt's log line and metrics. The line leaves out what the receiver wrote
-        (the ``location`` of its redirect, a ``Retry-After`` not of the standard's shape): it
+        (the location of its redirect, a ``Retry-After`` not of the standard's shape): it
         may echo a member's name or email (``logs.unquoted``)."""
         job = result.job
         outcome = delivering.outcome(result.verdict, result.ok)
@@ -124,7 +125,7 @@ class Attempter:
                 "attempt": job.attempts_made + 1,
                 "outcome": outcome,
                 "response_code": result.response_code,
-                "error": logs.unquoted(result.error, location),
+                "error": logs.unquoted(result.error, result.location),
                 "duration_ms": result.duration_ms,
                 "retry_after": _told(result.retry_after),
                 "steered": steered,

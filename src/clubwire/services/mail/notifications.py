@@ -19,7 +19,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from clubwire import errors
+from clubwire import errors, logs
 from clubwire.domain import delivering, emails, off_reasons
 from clubwire.domain.delivering import Result
 from clubwire.services.mail import outbox
@@ -93,7 +93,8 @@ def _facts(
         url=url,
         link=endpoint_link(public_url, club.slug, endpoint_id),
         response_code=died.last.response_code,
-        error=died.last.error,
+        # Not the receiver's words: the email goes where an erasure cannot follow it.
+        error=logs.unquoted(died.last.error, died.last.location),
     )
 
 
