@@ -59,6 +59,35 @@ def club_module(slug: str, state: str, as_json: bool) -> None:
         click.echo(f"Webhooks & API is {state} for {slug}.")
 
 
+@club.command("payloads")
+@click.argument("slug")
+@click.option("--days", type=int, help="Keep event payloads this many days (1 to the history's).")
+@click.option("--history", is_flag=True, help="Keep them as long as the history.")
+@JSON_OPTION
+def club_payloads(slug: str, days: int | None, history: bool, as_json: bool) -> None:
+    """Keep the club's event payloads for fewer days than the history (CLUBWIRE_RETENTION_DAYS):
+    older ones are emptied once their deliveries are done."""
+    if (days is not None) == history:
+        raise click.UsageError("Give either --days N or --history.")
+    current = settings()
+    with transaction(current) as session:
+        changed = clubs.set_payload_days(
+            session, slug, days, current.retention_days, timestamps.utc_now()
+        )
+        record = clubs.describe(changed, current.club_base_url(slug))
+    if as_json:
+        print_json(record)
+    else:
+        click.echo(f"Payloads of {slug} are kept {_kept(days, current.retention_days)}.")
+
+
+def _kept(days: object, retention_days: int) -> str:
+    """How long a club's payloads are kept, in words."""
+    if days is None:
+        return f"as long as the history ({retention_days} days)"
+    return f"for {days} day" if days == 1 else f"for {days} days"
+
+
 @club.command("list")
 @JSON_OPTION
 def club_list(as_json: bool) -> None:
@@ -76,11 +105,12 @@ def club_list(as_json: bool) -> None:
             str(r["slug"]),
             _name(r["name"]),
             "on" if r["webhooksEnabled"] else "off",
+            _kept(r["payloadDays"], current.retention_days),
             str(r["baseUrl"]),
         ]
         for r in records
     ]
-    print_table(rows, ["SLUG", "NAME", "MODULE", "BASE URL"])
+    print_table(rows, ["SLUG", "NAME", "MODULE", "PAYLOADS KEPT", "BASE URL"])
 
 
 def _name(name: object) -> str:
