@@ -78,14 +78,8 @@ def club_payloads(slug: str, days: int | None, history: bool, as_json: bool) -> 
     if as_json:
         print_json(record)
     else:
-        click.echo(f"Payloads of {slug} are kept {_kept(days, current.retention_days)}.")
-
-
-def _kept(days: object, retention_days: int) -> str:
-    """How long a club's payloads are kept, in words."""
-    if days is None:
-        return f"as long as the history ({retention_days} days)"
-    return f"for {days} day" if days == 1 else f"for {days} days"
+        kept = clubs.payloads_kept(days, current.retention_days)
+        click.echo(f"Payloads of {slug} are kept {kept}.")
 
 
 @club.command("list")
@@ -94,21 +88,20 @@ def club_list(as_json: bool) -> None:
     """List every club."""
     current = settings()
     with transaction(current) as session:
-        records = [
-            clubs.describe(c, current.club_base_url(c.slug)) for c in clubs.list_clubs(session)
-        ]
+        listed = clubs.list_clubs(session)
+        records = [clubs.describe(c, current.club_base_url(c.slug)) for c in listed]
     if as_json:
         print_json(records)
         return
     rows = [
         [
-            str(r["slug"]),
-            _name(r["name"]),
-            "on" if r["webhooksEnabled"] else "off",
-            _kept(r["payloadDays"], current.retention_days),
-            str(r["baseUrl"]),
+            c.slug,
+            _name(c.name),
+            _on_off(c.webhooks_enabled),
+            clubs.payloads_kept(c.payload_days, current.retention_days),
+            current.club_base_url(c.slug),
         ]
-        for r in records
+        for c in listed
     ]
     print_table(rows, ["SLUG", "NAME", "MODULE", "PAYLOADS KEPT", "BASE URL"])
 

@@ -85,15 +85,27 @@ def set_payload_days(
     length), or as long as the history (None); ``services.personal_data.expiry`` empties
     them afterwards."""
     if days is not None and not 1 <= days <= retention_days:
-        raise errors.InvalidInput(
-            f"Payload days must be a whole number from 1 to {retention_days}: payloads are "
-            f"never kept longer than the history (CLUBWIRE_RETENTION_DAYS, {retention_days})."
-        )
+        raise errors.InvalidInput(payload_days_rule(retention_days))
     club = get_club(session, slug)
     if club.payload_days != days:
         club.payload_days = days
         club.updated_at = now
     return club
+
+
+def payload_days_rule(retention_days: int) -> str:
+    """What a club's payload days may be, in a sentence (what refuses any other)."""
+    return (
+        f"Payload days must be a whole number from 1 to {retention_days}: payloads are never "
+        f"kept longer than the history (CLUBWIRE_RETENTION_DAYS, {retention_days})."
+    )
+
+
+def payloads_kept(days: int | None, retention_days: int) -> str:
+    """How long a club's payloads are kept, in words: ``for 7 days``."""
+    if days is None:
+        return f"as long as the history ({retention_days} days)"
+    return f"for {days} day" if days == 1 else f"for {days} days"
 
 
 def _checked_name(name: str) -> str:
