@@ -97,7 +97,7 @@ def payload_days_rule(retention_days: int) -> str:
     """What a club's payload days may be, in a sentence (what refuses any other)."""
     return (
         f"Payload days must be a whole number from 1 to {retention_days}: payloads are never "
-        f"kept longer than the history (CLUBWIRE_RETENTION_DAYS, {retention_days})."
+        f"kept longer than the history ({retention_days} days)."
     )
 
 

@@ -88,7 +88,7 @@ def test_payload_days_are_set_and_cleared_within_the_history(session: Session) -
     club = clubs.set_payload_days(session, "granite", None, 30, EPOCH)
     assert (club.payload_days, club.updated_at) == (None, EPOCH)
     for days in (0, -3, 31):
-        with pytest.raises(errors.InvalidInput, match=r"from 1 to 30: .* \(CLUBWIRE_RETENTION_D"):
+        with pytest.raises(errors.InvalidInput, match=r"from 1 to 30: .* history \(30 days\)\.$"):
             clubs.set_payload_days(session, "granite", days, 30, EPOCH)
     with pytest.raises(errors.NotFound):
         clubs.set_payload_days(session, "nowhere", 7, 30, EPOCH)
