@@ -66,7 +66,7 @@ def test_the_cli_previews_replays_and_replays_nothing_twice(
     assert ok(run(*world.args())).out == "Replayed 5 deliveries.\n"
     assert _due(session) == 5
     again = json.loads(ok(run(*world.args("--json"))).out)
-    assert again == {"count": 0, "matching": 0, "capped": False, "dryRun": False}
+    assert again == {"count": 0, "matching": 0, "capped": False, "withheld": 0, "dryRun": False}
     succeeded = ok(run(*world.args("--status", "succeeded", "--event", "registration.created")))
     assert succeeded.out == "Replayed 1 delivery.\n"
 
