@@ -82,3 +82,19 @@ def blocks(doc: Path) -> list[Block]:
 
 def all_blocks() -> list[Block]:
     return [block for doc in documents() for block in blocks(doc)]
+
+
+def section(doc: Path, heading: str) -> str:
+    """The text of ``doc`` after ``heading`` (a whole heading line's text, ``## …``), up to
+    the next second-level heading."""
+    text = doc.read_text(encoding="utf-8")
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def console_steps(text: str) -> list[tuple[list[str], str]]:
+    """Each command of the first ``console`` block of ``text`` (its words after
+    ``$ clubwire``) and the one line it prints."""
+    block = re.search(r"```console\n(.*?)```", text, re.S)
+    assert block is not None
+    lines = block[1].splitlines()
+    return [(lines[i].split()[2:], lines[i + 1]) for i in range(0, len(lines), 2)]

@@ -26,20 +26,11 @@ SECTION = "## Replaying deliveries"
 
 
 def _section() -> str:
-    text = DOC.read_text(encoding="utf-8")
-    return text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    return markdown.section(DOC, SECTION)
 
 
 def _json_blocks() -> list[object]:
     return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", _section(), re.S)]
-
-
-def _console() -> list[tuple[list[str], str]]:
-    """Each command of the console block (after ``clubwire``) and the line it prints."""
-    block = re.search(r"```console\n(.*?)```", _section(), re.S)
-    assert block is not None
-    lines = block[1].splitlines()
-    return [(lines[i].split()[2:], lines[i + 1]) for i in range(0, len(lines), 2)]
 
 
 @pytest.fixture
@@ -126,6 +117,6 @@ def test_the_commands_print_what_is_shown(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run: Invoke = runner(database_url, tmp_path, monkeypatch, capsys)
-    for args, printed in _console():
+    for args, printed in markdown.console_steps(_section()):
         given = [endpoint_id if arg == "we_…" else arg for arg in args]
         assert ok(run(*given)).out == f"{printed}\n"

@@ -59,28 +59,51 @@ def club_module(slug: str, state: str, as_json: bool) -> None:
         click.echo(f"Webhooks & API is {state} for {slug}.")
 
 
+@club.command("payloads")
+@click.argument("slug")
+@click.option("--days", type=int, help="Keep event payloads this many days (1 to the history's).")
+@click.option("--history", is_flag=True, help="Keep them as long as the history.")
+@JSON_OPTION
+def club_payloads(slug: str, days: int | None, history: bool, as_json: bool) -> None:
+    """Keep the club's event payloads for fewer days than the history (CLUBWIRE_RETENTION_DAYS):
+    older ones are emptied once their deliveries are done."""
+    if (days is not None) == history:
+        raise click.UsageError("Give either --days N or --history.")
+    current = settings()
+    with transaction(current) as session:
+        changed = clubs.set_payload_days(
+            session, slug, days, current.retention_days, timestamps.utc_now()
+        )
+        record = clubs.describe(changed, current.club_base_url(slug))
+    if as_json:
+        print_json(record)
+    else:
+        kept = clubs.payloads_kept(days, current.retention_days)
+        click.echo(f"Payloads of {slug} are kept {kept}.")
+
+
 @club.command("list")
 @JSON_OPTION
 def club_list(as_json: bool) -> None:
     """List every club."""
     current = settings()
     with transaction(current) as session:
-        records = [
-            clubs.describe(c, current.club_base_url(c.slug)) for c in clubs.list_clubs(session)
-        ]
+        listed = clubs.list_clubs(session)
+        records = [clubs.describe(c, current.club_base_url(c.slug)) for c in listed]
     if as_json:
         print_json(records)
         return
     rows = [
         [
-            str(r["slug"]),
-            _name(r["name"]),
-            "on" if r["webhooksEnabled"] else "off",
-            str(r["baseUrl"]),
+            c.slug,
+            _name(c.name),
+            _on_off(c.webhooks_enabled),
+            clubs.payloads_kept(c.payload_days, current.retention_days),
+            current.club_base_url(c.slug),
         ]
-        for r in records
+        for c in listed
     ]
-    print_table(rows, ["SLUG", "NAME", "MODULE", "BASE URL"])
+    print_table(rows, ["SLUG", "NAME", "MODULE", "PAYLOADS KEPT", "BASE URL"])
 
 
 def _name(name: object) -> str:

@@ -14,7 +14,7 @@ from clubwire.cli.base import (
     settings,
     transaction,
 )
-from clubwire.domain import delivering, replay_window, timestamps
+from clubwire.domain import delivering, personal_data, replay_window, timestamps
 from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.services.delivery import deliveries, replays
@@ -54,12 +54,29 @@ def delivery_list(
             cell(r["attempt"]),
             cell(r["responseCode"]),
             cell(r["nextAttemptAt"]),
+            cell(_why(r)),
         ]
         for r in records
     ]
-    print_table(
-        rows, ["ID", "KIND", "EVENT", "ENDPOINT", "STATUS", "ATTEMPT", "CODE", "NEXT ATTEMPT"]
+    columns = ["ID", "KIND", "EVENT", "ENDPOINT", "STATUS", "ATTEMPT", "CODE", "NEXT ATTEMPT"]
+    print_table(rows, [*columns, "WHY"])
+
+
+def _why(record: dict[str, object]) -> str:
+    """In words, why a delivery was skipped and why its payload is gone; empty for neither."""
+    return "; ".join(
+        words for words in (_skipped_because(record), _payload(record)) if words is not None
     )
+
+
+def _skipped_because(record: dict[str, object]) -> str | None:
+    reason = record["skippedReason"]
+    return None if reason is None else delivering.SkipReason(str(reason)).in_words
+
+
+def _payload(record: dict[str, object]) -> str | None:
+    removed = record["payloadRemoved"]
+    return None if removed is None else personal_data.Removed(str(removed)).in_words
 
 
 @delivery.command("show")
@@ -81,6 +98,8 @@ def delivery_show(delivery_id: str, as_json: bool) -> None:
     for label, key in SHOWN:
         click.echo(f"{label:<13}{cell(record[key])}")
     click.echo(f"{'Next attempt':<13}{_next_attempt(record)}")
+    click.echo(f"{'Skipped':<13}{cell(_skipped_because(record))}")
+    click.echo(f"{'Payload':<13}{_payload(record) or 'as published'}")
     click.echo()
     print_table([_attempt_row(attempt) for attempt in attempts], ATTEMPT_COLUMNS)
 

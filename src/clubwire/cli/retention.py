@@ -16,7 +16,8 @@ from clubwire.services import retention
 @JSON_OPTION
 def prune(as_json: bool) -> None:
     """Delete delivery history and sent emails older than CLUBWIRE_RETENTION_DAYS, spent
-    counts of failed sign-ins and stale flashes, once (workers also do it every 10 minutes)."""
+    counts of failed sign-ins and stale flashes, and empty the payloads of clubs that keep
+    them for fewer days, once (workers also do it every 10 minutes)."""
     current = settings()
     period = timedelta(days=current.retention_days)
     with session_factory(current) as sessions:
@@ -29,7 +30,7 @@ def prune(as_json: bool) -> None:
         f"Deleted {pruned.attempts} attempts, {pruned.deliveries} deliveries, {pruned.events} "
         f"events and {pruned.emails} sent emails older than {current.retention_days} days, "
         f"{pruned.sign_in_failures} spent counts of failed sign-ins and {pruned.flashes} "
-        "stale flashes."
+        f"stale flashes; emptied {pruned.payloads} expired payloads."
     )
 
 

@@ -1,4 +1,5 @@
-"""Clubs: create or rename, switch the ``webhooks`` module, look up."""
+"""Clubs: create or rename, switch the ``webhooks`` module, how long payloads are kept,
+look up."""
 
 from __future__ import annotations
 
@@ -77,6 +78,36 @@ def set_webhooks_module(session: Session, slug: str, enabled: bool, now: datetim
     return club
 
 
+def set_payload_days(
+    session: Session, slug: str, days: int | None, retention_days: int, now: datetime
+) -> Club:
+    """Keep the club's event payloads for ``days`` (1 to ``retention_days``, the history's
+    length), or as long as the history (None); ``services.personal_data.expiry`` empties
+    them afterwards."""
+    if days is not None and not 1 <= days <= retention_days:
+        raise errors.InvalidInput(payload_days_rule(retention_days))
+    club = get_club(session, slug)
+    if club.payload_days != days:
+        club.payload_days = days
+        club.updated_at = now
+    return club
+
+
+def payload_days_rule(retention_days: int) -> str:
+    """What a club's payload days may be, in a sentence (what refuses any other)."""
+    return (
+        f"Payload days must be a whole number from 1 to {retention_days}: payloads are never "
+        f"kept longer than the history ({retention_days} days)."
+    )
+
+
+def payloads_kept(days: int | None, retention_days: int) -> str:
+    """How long a club's payloads are kept, in words: ``for 7 days``."""
+    if days is None:
+        return f"as long as the history ({retention_days} days)"
+    return f"for {days} day" if days == 1 else f"for {days} days"
+
+
 def _checked_name(name: str) -> str:
     """The name without the spaces around it; InvalidInput if it is not one line of 1 to
     ``MAX_NAME_LENGTH`` characters (``text.name_refusal``, the rule of every name)."""
@@ -101,6 +132,7 @@ def describe(club: Club, base_url: str) -> dict[str, object]:
         "slug": club.slug,
         "name": club.name,
         "webhooksEnabled": club.webhooks_enabled,
+        "payloadDays": club.payload_days,
         "baseUrl": base_url,
         "createdAt": timestamps.to_wire(club.created_at),
         "updatedAt": timestamps.to_wire(club.updated_at),

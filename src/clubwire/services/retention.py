@@ -9,6 +9,9 @@ What goes, when older than the period (``CLUBWIRE_RETENTION_DAYS``):
   with them);
 - emails of the outbox queued before then and sent or given up.
 
+Payloads of clubs that keep them for fewer days are emptied too (``services.personal_data.
+expiry``), in batches of their own.
+
 Failed sign-in counts with nothing left in them go too, whatever the period
 (``services.staff.sign_ins``): guessing from many addresses leaves one row per address; and
 flashes too old to be shown (``services.staff.flashes``), left by a browser that never loaded the
@@ -29,6 +32,7 @@ from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivering import Status
+from clubwire.services.personal_data import expiry
 from clubwire.services.staff import flashes, sign_ins
 from clubwire.storage import tables
 from clubwire.storage.models import OutboxEmail
@@ -44,11 +48,12 @@ class Pruned:
     emails: int = 0
     sign_in_failures: int = 0
     flashes: int = 0
+    payloads: int = 0  # events whose payload expired (emptied, not deleted)
 
     @property
     def total(self) -> int:
         old = self.attempts + self.deliveries + self.events + self.emails
-        return old + self.sign_in_failures + self.flashes
+        return old + self.sign_in_failures + self.flashes + self.payloads
 
 
 def prune(
@@ -58,8 +63,9 @@ def prune(
     batch: int = BATCH,
     keep_going: Callable[[], bool] = lambda: True,
 ) -> Pruned:
-    """Delete what is older than ``retention`` at ``now``, ``batch`` rows per transaction,
-    until nothing is left (or ``keep_going()`` turns false between batches)."""
+    """Delete what is older than ``retention`` at ``now``, then empty the payloads that
+    expired, ``batch`` rows per transaction, until nothing is left (or ``keep_going()`` turns
+    false between batches)."""
     cutoff = now - retention
     counts = [
         _drain(sessions, statement(cutoff, batch), keep_going)
@@ -67,6 +73,7 @@ def prune(
     ]
     for spent in (sign_ins.stale, flashes.stale):
         counts.append(_drain(sessions, spent(now, batch), keep_going))
+    counts.append(expiry.expire(sessions, now, retention, batch, keep_going))
     return Pruned(*counts)
 
 

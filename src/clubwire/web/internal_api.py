@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -46,11 +46,20 @@ class _Out(BaseModel):
 
 
 class ClubIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_name=True)
     name: Annotated[
         text.NameText,
         Field(min_length=1, max_length=200, examples=["Granite Curling Club"]),
     ]
+    payload_days: Annotated[
+        Annotated[int, Field(ge=1), BeforeValidator(program_wire.json_number)] | None,
+        Field(
+            examples=[7],
+            description="Keep event payloads for this many days, at most "
+            "CLUBWIRE_RETENTION_DAYS (422 beyond it); null: as long as the history. Left "
+            "out: unchanged (a new club keeps them as long as the history).",
+        ),
+    ] = None
 
 
 class ModuleIn(BaseModel):
@@ -154,6 +163,9 @@ class ClubOut(_Out):
     slug: str
     name: str
     webhooks_enabled: bool
+    payload_days: Annotated[
+        int | None, Field(description="Days event payloads are kept; null: as the history.")
+    ]
     base_url: str
     created_at: str
     updated_at: str
@@ -286,9 +298,21 @@ def erase_member(
 
 def put_club(slug: Slug, body: ClubIn, request: Request, response: Response) -> ClubOut:
     now = context.now(request)
-    club, created = context.transact(request, clubs.put_club, slug, body.name, now)
+    settings = context.of(request).settings
+    club, created = context.transact(request, _put_club, slug, body, settings, now)
     response.status_code = 201 if created else 200
-    return ClubOut.of(club, context.of(request).settings)
+    return ClubOut.of(club, settings)
+
+
+def _put_club(
+    session: Session, slug: str, body: ClubIn, settings: Settings, now: datetime
+) -> tuple[models.Club, bool]:
+    """Create or rename the club, and set its payload days when the body gives them."""
+    club, created = clubs.put_club(session, slug, body.name, now)
+    if "payload_days" in body.model_fields_set:
+        days = body.payload_days
+        clubs.set_payload_days(session, slug, days, settings.retention_days, now)
+    return club, created
 
 
 def put_module(slug: Slug, body: ModuleIn, request: Request) -> ClubOut:

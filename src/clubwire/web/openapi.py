@@ -17,6 +17,7 @@ from clubwire.web import problems
 
 API_KEY_SCHEME = "apiKey"
 PUBLISH_BODY = "EventIn"  # the component the publish route's body refers to
+CLUB_BODY = "ClubIn"  # the component of the club's PUT body
 PLATFORM_SCHEME = "platformToken"
 
 PUBLIC_DESCRIPTION = """\
@@ -128,6 +129,7 @@ def service_document(app: FastAPI, public_api: FastAPI, settings: Settings) -> d
     document = _with_components(_generate(app), API_KEY_SCHEME, PLATFORM_SCHEME)
     schemas = document["components"]["schemas"]
     schemas.update(_publish_schemas(schemas))
+    _limit_payload_days(schemas[CLUB_BODY], settings)
     public = copy.deepcopy(_public_base(public_api))
     prefix = "" if settings.club_host_suffix else "/clubs/{slug}"
     for path, operations in public["paths"].items():
@@ -137,6 +139,13 @@ def service_document(app: FastAPI, public_api: FastAPI, settings: Settings) -> d
     document["components"]["schemas"].update(public["components"]["schemas"])
     app.openapi_schema = document
     return document
+
+
+def _limit_payload_days(club: dict[str, Any], settings: Settings) -> None:
+    """A club's payload days go up to this service's history (CLUBWIRE_RETENTION_DAYS), a
+    setting: the model cannot say so, the document can."""
+    days, _ = club["properties"]["payloadDays"]["anyOf"]
+    days["maximum"] = settings.retention_days
 
 
 def _club_parameter(settings: Settings) -> dict[str, Any]:

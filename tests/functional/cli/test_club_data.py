@@ -43,6 +43,39 @@ def test_club_create_module_and_list(run: Invoke) -> None:
     assert "granite" in ok(run("club", "list")).out
 
 
+def test_club_payloads_sets_and_clears_the_days_and_list_shows_them(run: Invoke) -> None:
+    ok(run("club", "create", "granite", "--name", "Granite CC"))
+    said = ok(run("club", "payloads", "granite", "--days", "7")).out
+    assert said == "Payloads of granite are kept for 7 days.\n"
+    assert "granite  Granite CC  off     for 7 days" in ok(run("club", "list")).out
+    cleared = json.loads(ok(run("club", "payloads", "granite", "--history", "--json")).out)
+    assert cleared["payloadDays"] is None
+    listed = json.loads(ok(run("club", "list", "--json")).out)
+    assert [c["payloadDays"] for c in listed] == [None]
+    assert "as long as the history (30 days)" in ok(run("club", "list")).out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle", "code"),
+    [
+        (("--days", "0"), "from 1 to 30: payloads are never kept longer than the history", 1),
+        (("--days", "31"), "from 1 to 30", 1),
+        (("--days", "-2"), "from 1 to 30", 1),
+        (("--days", "7.5"), "'7.5' is not a valid integer", 2),
+        (("--days", "seven"), "'seven' is not a valid integer", 2),
+        ((), "Give either --days N or --history.", 2),
+        (("--days", "7", "--history"), "Give either --days N or --history.", 2),
+    ],
+)
+def test_club_payloads_refuses_what_is_no_days_in_one_line(
+    run: Invoke, args: tuple[str, ...], needle: str, code: int
+) -> None:
+    ok(run("club", "create", "granite", "--name", "Granite CC", "--json"))
+    assert needle in one_line_error(run("club", "payloads", "granite", *args), code)
+    listed = json.loads(ok(run("club", "list", "--json")).out)
+    assert [c["payloadDays"] for c in listed] == [None]
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

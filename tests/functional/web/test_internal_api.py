@@ -116,6 +116,58 @@ def test_a_club_name_with_a_control_character_is_422_naming_the_field(
         assert session.scalars(select(Club.name)).all() == ["Granite"]
 
 
+def test_payload_days_are_set_kept_when_left_out_and_cleared(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    created = client.put(CLUB, json={"name": "Granite", "payloadDays": 7}, headers=AUTH)
+    assert (created.status_code, created.json()["payloadDays"]) == (201, 7)
+    renamed = client.put(CLUB, json={"name": "Granite Curling Club"}, headers=AUTH)
+    assert renamed.json()["payloadDays"] == 7
+    longest = client.put(CLUB, json={"name": "Granite", "payloadDays": 30.0}, headers=AUTH)
+    assert longest.json()["payloadDays"] == 30  # CLUBWIRE_RETENTION_DAYS; a JSON integer
+    cleared = client.put(CLUB, json={"name": "Granite", "payloadDays": None}, headers=AUTH)
+    assert cleared.json()["payloadDays"] is None
+    with sessions() as session:
+        assert session.scalars(select(Club.payload_days)).all() == [None]
+
+
+@pytest.mark.parametrize(
+    ("days", "said"),
+    [
+        (-1, "greater than or equal to 1"),
+        (0, "greater than or equal to 1"),
+        (31, "from 1 to 30: payloads are never kept longer than the history"),
+        (10**30, "from 1 to 30"),
+        ("7", "must be a number, not text or a boolean"),
+        (True, "must be a number, not text or a boolean"),
+        (7.5, "valid integer"),
+        ([7], "valid integer"),
+    ],
+)
+def test_payload_days_that_are_no_days_are_422_and_change_nothing(
+    client: TestClient, sessions: sessionmaker[Session], days: object, said: str
+) -> None:
+    client.put(CLUB, json={"name": "Granite", "payloadDays": 5}, headers=AUTH)
+    response = client.put(CLUB, json={"name": "Renamed", "payloadDays": days}, headers=AUTH)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == "invalid_input"
+    assert said in response.json()["detail"]
+    with sessions() as session:
+        assert session.execute(select(Club.name, Club.payload_days)).all() == [("Granite", 5)]
+
+
+def test_payload_days_of_thousands_of_digits_are_refused_not_crashed(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """More digits than Python reads as an int: a body that cannot be read (400)."""
+    body = b'{"name": "Granite", "payloadDays": 1' + b"0" * 5000 + b"}"
+    response = client.put(CLUB, content=body, headers={**AUTH, **JSON})
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/problem+json"
+    assert _count(sessions, Club) == 0
+
+
 def test_malformed_json_is_422(client: TestClient) -> None:
     response = client.put(
         CLUB, content=b"{nope", headers={**AUTH, "Content-Type": "application/json"}

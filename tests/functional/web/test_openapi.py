@@ -195,3 +195,11 @@ def test_a_405_allows_every_method_of_the_path(client: TestClient) -> None:
     public = client.post("/clubs/granite/api/v1/programs")
     assert public.status_code == 405
     assert public.headers["allow"] == "GET, HEAD"
+
+
+def test_payload_days_go_up_to_this_services_history(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    days = schemas["ClubIn"]["properties"]["payloadDays"]
+    assert days["anyOf"] == [{"type": "integer", "minimum": 1, "maximum": 30}, {"type": "null"}]
+    assert "payloadDays" not in schemas["ClubIn"].get("required", [])
+    assert "payloadDays" in schemas["ClubOut"]["required"]

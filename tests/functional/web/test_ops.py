@@ -525,9 +525,12 @@ def test_prune_deletes_old_history_once_and_says_how_much(
     with sessions.begin() as session:
         club = make_club(session)
         make_endpoint(session, club, settings)
-        club.webhooks_enabled = False  # the event is recorded with no deliveries
-        old = timestamps.utc_now() - timedelta(days=31)
-        events.publish(session, club, "registration.created", registration(), old)
+        club.webhooks_enabled = False  # the events are recorded with no deliveries
+        club.payload_days = 1
+        now = timestamps.utc_now()
+        for days in (31, 2):  # deleted; its payload expired
+            at = now - timedelta(days=days)
+            events.publish(session, club, "registration.created", registration(), at)
     printed = orjson.loads(ok(run("prune", "--json")).out)
     assert printed == {
         "attempts": 0,
@@ -536,9 +539,10 @@ def test_prune_deletes_old_history_once_and_says_how_much(
         "emails": 0,
         "signInFailures": 0,
         "flashes": 0,
+        "payloads": 1,
         "retentionDays": 30,
     }
     assert ok(run("prune")).out == (
         "Deleted 0 attempts, 0 deliveries, 0 events and 0 sent emails older than 30 days, "
-        "0 spent counts of failed sign-ins and 0 stale flashes.\n"
+        "0 spent counts of failed sign-ins and 0 stale flashes; emptied 0 expired payloads.\n"
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 import sqlalchemy.exc
 from sqlalchemy import func, select, text
@@ -79,6 +81,19 @@ def test_an_unknown_club_is_not_found(session: Session) -> None:
         clubs.set_webhooks_module(session, "nowhere", True, EPOCH)
 
 
+def test_payload_days_are_set_and_cleared_within_the_history(session: Session) -> None:
+    clubs.put_club(session, "granite", "Granite", EPOCH)
+    later = EPOCH + timedelta(hours=1)
+    assert clubs.set_payload_days(session, "granite", 30, 30, later).payload_days == 30
+    club = clubs.set_payload_days(session, "granite", None, 30, EPOCH)
+    assert (club.payload_days, club.updated_at) == (None, EPOCH)
+    for days in (0, -3, 31):
+        with pytest.raises(errors.InvalidInput, match=r"from 1 to 30: .* history \(30 days\)\.$"):
+            clubs.set_payload_days(session, "granite", days, 30, EPOCH)
+    with pytest.raises(errors.NotFound):
+        clubs.set_payload_days(session, "nowhere", 7, 30, EPOCH)
+
+
 def test_describe_uses_wire_names_and_timestamps(session: Session) -> None:
     club, _ = clubs.put_club(session, "granite", "Granite", EPOCH)
     record = clubs.describe(club, "http://x/clubs/granite")
@@ -87,6 +102,7 @@ def test_describe_uses_wire_names_and_timestamps(session: Session) -> None:
         "slug": "granite",
         "name": "Granite",
         "webhooksEnabled": False,
+        "payloadDays": None,
         "baseUrl": "http://x/clubs/granite",
         "createdAt": "2026-01-05T12:00:00.000Z",
         "updatedAt": "2026-01-05T12:00:00.000Z",

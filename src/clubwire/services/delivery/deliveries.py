@@ -139,6 +139,12 @@ def get_delivery(session: Session, club_id: str, delivery_id: str) -> Delivery:
     return delivery
 
 
+def body_of(session: Session, delivery: Delivery) -> bytes:
+    """The body of the event of a delivery the caller has already found for its club
+    (``get_delivery``): what its attempts send, unless its payload was removed since."""
+    return session.scalars(select(Event.body).where(Event.id == delivery.event_id)).one()
+
+
 def club_of_delivery(session: Session, delivery_id: str) -> str:
     """The club a delivery belongs to: for operators' tools that name a delivery by id alone."""
     club_id = session.scalar(select(Delivery.club_id).where(Delivery.id == delivery_id))

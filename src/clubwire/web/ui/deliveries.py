@@ -117,7 +117,8 @@ def deliveries_page(
 
 
 def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -> Response:
-    """One delivery: its state and every attempt, with the receiver's answer (escaped)."""
+    """One delivery: its state, its event's payload (unless it expired) and every attempt,
+    with the receiver's answer (escaped)."""
     with context.transaction(request) as session:
         club = base.club_for(session, staff, slug)
         delivery = deliveries.get_delivery(session, club.id, delivery_id)
@@ -128,6 +129,7 @@ def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -
             delivery=delivery,
             endpoint=endpoints.get_endpoint(session, club.id, delivery.endpoint_id),
             attempts=deliveries.attempts_of(session, delivery),
+            body=deliveries.body_of(session, delivery).decode(errors="replace"),
         )
 
 

@@ -15,6 +15,7 @@ from clubwire.domain import (
     event_catalog,
     max_rates,
     off_reasons,
+    personal_data,
     scopes,
     timestamps,
 )
@@ -40,6 +41,8 @@ def environment() -> jinja2.Environment:
     env.filters["human"] = human_time
     env.filters["rate"] = max_rates.in_words
     env.filters["off_reason"] = off_reasons.in_words
+    env.filters["skip_reason"] = lambda reason: delivering.SkipReason(reason).in_words
+    env.filters["removed"] = lambda removed: personal_data.Removed(removed).in_words
     env.globals.update(
         SCOPES=scopes.ALL,
         EVENTS=event_catalog.SUBSCRIBABLE,
@@ -50,6 +53,8 @@ def environment() -> jinja2.Environment:
         HEADER_MASK=custom_headers.MASK,
         MAX_HEADERS=custom_headers.MAX_HEADERS,
         retryable=delivering.retryable,
+        refusal=personal_data.refusal,
+        MARKER=personal_data.MARKER,
     )
     return env
 

@@ -16,6 +16,7 @@ STATIC = "/static/"
 ADMIN = "/admin"
 MODULE = f"{ADMIN}/clubs/{{slug}}/webhooks"  # a club's Webhooks & API module, on or off
 MODULE_OFF = f"{MODULE}/off"
+PAYLOAD_DAYS = f"{ADMIN}/clubs/{{slug}}/payload-days"  # how long a club's payloads are kept
 
 SETTINGS = "/settings"
 CLUB = f"{SETTINGS}/{{slug}}"
