@@ -170,7 +170,7 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     """Retry: bring a waiting attempt forward to now, or queue one manual attempt of a
     finished delivery (same delivery and event ids; a fresh signature when it is sent)."""
     delivery = get_delivery(session, club_id, delivery_id)
-    refused = personal_data.refusal(delivery.event.payload_removed)
+    refused = personal_data.refusal(_payload_removed(session, delivery.event_id))
     if refused is not None:
         raise errors.Conflict(refused)
     endpoint = session.get_one(Endpoint, delivery.endpoint_id)
@@ -189,6 +189,14 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
     connection = session.connection()
     queue.on(connection).mark_due(connection, [delivery.endpoint_id], now)
     return delivery
+
+
+def _payload_removed(session: Session, event_id: str) -> str | None:
+    """Why the event's payload was removed, if it was, read under a share lock held until
+    the Retry commits: an erasure or an expiry waits for it (or skips the event), and one that
+    committed first is seen."""
+    query = select(Event.payload_removed).where(Event.id == event_id)
+    return session.scalar(query.with_for_update(read=True))
 
 
 def describe(delivery: Delivery) -> dict[str, object]:

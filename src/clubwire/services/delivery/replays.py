@@ -39,11 +39,13 @@ def replay(
     _open_endpoint(session, club_id, endpoint_id, lock=True)
     matching = _count(session, endpoint_id, window)
     chosen = _chosen(endpoint_id, window).order_by(Delivery.created_at, Delivery.id).limit(limit)
+    # The events are locked too, so that an erasure or an expiry of one (which locks it, or
+    # skips it while locked) cannot empty it between this choice and the send.
     # Materialised: PostgreSQL would otherwise run a locking subquery again for each row,
     # and each run skips the rows already written, passing the limit. Nested, so that the
     # statement begins with UPDATE, which Python's sqlite3 opens a transaction for.
     locked = (
-        chosen.with_for_update(of=Delivery, skip_locked=True)
+        chosen.with_for_update(of=(Delivery, Event), skip_locked=True)
         .cte("chosen", nesting=True)
         .prefix_with("MATERIALIZED")
     )
