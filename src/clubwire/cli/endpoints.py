@@ -132,7 +132,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             ",".join(r["headers"]) or "-",  # type: ignore[arg-type]
             "on" if r["enabled"] else "off",
             "none" if r["maxRate"] is None else f"{r['maxRate']}/s",
-            f"{r['deadInARow']} of 5",
+            f"{r['deadInARow']} of {delivering.DEAD_IN_A_ROW_LIMIT}",
             cell(r["lastResponseCode"]),
             cell(r["lastDeliveryAt"], "never"),
             _why_off(r),
