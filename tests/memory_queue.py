@@ -122,18 +122,23 @@ class MemoryQueue(Queue):
                         waiting.attempt,
                         str(Trigger.SCHEDULED),
                         due_at,
+                        None,
+                        None,
                     )
                 )
         return rows
 
-    def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:
+    def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> set[str]:
+        moved = set()
         for result in results:
             waiting = self.deliveries[result.job.delivery_id]
             if waiting.attempt == result.job.attempts_made:
                 waiting.attempt += 1
                 waiting.status = result.verdict.status
                 waiting.due = result.verdict.next_attempt_at
+                moved.add(result.job.delivery_id)
             self.recorded.append(result)
+        return moved
 
     def give_back(
         self, connection: Connection, endpoint_ids: Collection[str], token: str, now: datetime

@@ -102,7 +102,9 @@ class Job:
     """A claimed delivery: everything one attempt needs. ``lease_until`` is when the lease of
     its endpoint's lane (``lease``, the lease's token) runs out, as it stood at the claim;
     a Send test has no lane (``lease`` is None). ``headers_sealed``: the endpoint's headers of
-    its own, sealed (None: it has none)."""
+    its own, sealed (None: it has none). ``ordering_key``: its event's, if it goes in order
+    (None: it goes as soon as due); ``missed``: the sequence of an earlier delivery of its key
+    that died without reaching the receiver, which it tells."""
 
     delivery_id: str
     club_id: str
@@ -117,6 +119,8 @@ class Job:
     lease_until: datetime
     lease: str | None = None
     headers_sealed: str | None = None
+    ordering_key: str | None = None
+    missed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from clubwire.domain import payloads, samples, timestamps
+from clubwire.domain import ordering, payloads, samples, timestamps
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,20 +155,25 @@ def envelope(
     created_at: datetime,
     organization_id: str,
     data: BaseModel | dict[str, Any],
+    place: ordering.Place | None = None,
 ) -> bytes:
-    """The exact bytes of an event: ``{"id","event","createdAt","organizationId","data"}``;
-    ``data`` is the kind's model, or its JSON values already dumped from one."""
+    """The exact bytes of an event: ``{"id","event","createdAt","organizationId",
+    "orderingKey","sequence","data"}``, the ordering fields where it has a ``place`` (every
+    kind but ``ping``); ``data`` is the kind's model, or its JSON values already dumped from
+    one."""
     model = model_for(kind)
     if isinstance(data, BaseModel) and not isinstance(data, model):
         raise TypeError(f"data of {kind} must be a {model.__name__}, not {type(data).__name__}")
     if created_at.tzinfo is None:
         raise ValueError("created_at must be timezone-aware")
+    placed = {} if place is None else {"orderingKey": place.key, "sequence": place.sequence}
     return orjson.dumps(
         {
             "id": event_id,
             "event": kind,
             "createdAt": timestamps.to_wire(created_at),
             "organizationId": organization_id,
+            **placed,
             "data": data.model_dump(mode="json", by_alias=True)
             if isinstance(data, BaseModel)
             else data,

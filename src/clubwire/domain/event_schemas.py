@@ -19,16 +19,46 @@ import orjson
 from pydantic import BaseModel, Field, create_model
 from pydantic.json_schema import models_json_schema
 
-from clubwire.domain import event_catalog, payloads
+from clubwire.domain import event_catalog, ordering, payloads
 
 SCHEMA_REF_TEMPLATE = "#/components/schemas/{model}"
 _EXAMPLE_MOMENT = datetime.fromisoformat("2026-01-13T18:30:00+00:00")
 _EXAMPLE_EVENT_ID = "evt_2Rk8fV1nQ7xLm3Pz9WcT"
 _EXAMPLE_ORGANIZATION_ID = "org_3kT9wQ2mZx7LpR4vN8cY"
+_EXAMPLE_SEQUENCE = 2
 
 
 def _pascal(kind: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[._]", kind))
+
+
+def _placed(kind: str) -> dict[str, Any]:
+    """The envelope's ordering fields, for the kinds that have them (all but ``ping``)."""
+    resource = ordering.RESOURCES.get(kind)
+    if resource is None:
+        return {}
+    return {
+        "ordering_key": (
+            str,
+            Field(
+                max_length=ordering.KEY_LENGTH,
+                pattern=r"^[a-z_]+:.+$",
+                description=f"The resource the event is about: {resource.in_words}. Events of "
+                "one key are numbered by `sequence`; an endpoint marked in order gets them one "
+                "at a time, in that order.",
+            ),
+        ),
+        "sequence": (
+            int,
+            Field(
+                ge=1,
+                description="The event's place among its club's events of the same "
+                "`orderingKey`: 1, 2, 3, … with no gaps or repeats, in the order they were "
+                "published. A receiver may ignore an event whose sequence is not above the "
+                "last it applied for that key.",
+            ),
+        ),
+    }
 
 
 @functools.cache
@@ -52,6 +82,7 @@ def _envelope_model(kind: str) -> type[BaseModel]:
             str,
             Field(pattern=r"^org_[0-9A-Za-z]+$", description="The club's identifier."),
         ),
+        **_placed(kind),
         data=(event_catalog.model_for(kind), Field(description="The event payload.")),
     )
 
@@ -69,8 +100,10 @@ def example(kind: str) -> dict[str, object]:
     data = event_catalog.validate(
         kind, event_catalog.sample(kind, _EXAMPLE_MOMENT, random.Random(0))
     )
+    key = ordering.key_of(kind, data.model_dump(mode="json", by_alias=True))
+    place = None if key is None else ordering.Place(key, _EXAMPLE_SEQUENCE)
     body = event_catalog.envelope(
-        _EXAMPLE_EVENT_ID, kind, _EXAMPLE_MOMENT, _EXAMPLE_ORGANIZATION_ID, data
+        _EXAMPLE_EVENT_ID, kind, _EXAMPLE_MOMENT, _EXAMPLE_ORGANIZATION_ID, data, place
     )
     parsed: dict[str, object] = orjson.loads(body)
     return parsed
@@ -104,7 +137,22 @@ def _headers(kind: str) -> list[dict[str, object]]:
             {"type": "string", "pattern": r"^dlv_[0-9A-Za-z]+$"},
             "dlv_7hQ2mX9kV4pL8nR3wZ5c",
         ),
+        *([] if kind not in ordering.RESOURCES else [_missed_header()]),
     ]
+
+
+def _missed_header() -> dict[str, object]:
+    return {
+        "name": ordering.MISSED_HEADER,
+        "in": "header",
+        "required": False,
+        "description": "Sent to an endpoint marked in order only, when an earlier delivery of "
+        "the same `orderingKey` died (or its member was erased) without reaching it: that "
+        "delivery's `sequence`. What it carried is missed; read the resource from the API "
+        "if you keep its state.",
+        "schema": {"type": "string", "pattern": "^[1-9][0-9]*$"},
+        "example": "1",
+    }
 
 
 def _webhook(kind: str, schema_ref: dict[str, Any]) -> dict[str, object]:

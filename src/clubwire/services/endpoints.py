@@ -24,7 +24,7 @@ from clubwire.domain import (
 )
 from clubwire.domain.custom_headers import Header
 from clubwire.domain.delivering import SkipReason, Status
-from clubwire.services import secret_keys
+from clubwire.services import ordered_lines, secret_keys
 from clubwire.settings import Settings
 from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
@@ -44,10 +44,11 @@ def create_endpoint(
     resolve: Resolve | None = None,
     max_rate: max_rates.MaxRate | None = None,
     headers: Sequence[Header] = (),
+    ordered: bool = False,
 ) -> tuple[Endpoint, str]:
     """Register a receiver URL; returns the endpoint and its signing secret (shown once).
     ``max_rate``: deliveries a second at most (None or NO_LIMIT: no limit); ``headers``: its
-    headers of its own."""
+    headers of its own; ``ordered``: each resource's events one at a time, in order."""
     subscribed = subscribable(kinds)
     checked = check_url(url, settings, resolve)
     rate = max_rates.NO_LIMIT if max_rate is None else read_max_rate(max_rate)
@@ -73,6 +74,7 @@ def create_endpoint(
         enabled=True,
         dead_in_a_row=0,
         max_rate=_stored(rate),
+        ordered=ordered,
         created_at=now,
         updated_at=now,
     )
@@ -115,10 +117,13 @@ def update_endpoint(
     max_rate: max_rates.MaxRate | None = None,
     headers: Sequence[Header] = (),
     removed: Sequence[str] = (),
+    ordered: bool | None = None,
 ) -> Endpoint:
-    """Change the URL, the subscribed events and/or the max rate (``max_rates.NO_LIMIT`` clears
-    it); what is None stays as it is. Headers of its own: those named in ``removed`` are taken
-    out, then each of ``headers`` is set, replacing one of the same name."""
+    """Change the URL, the subscribed events, the max rate (``max_rates.NO_LIMIT`` clears
+    it) and/or whether it is ordered; what is None stays as it is. Headers of its own: those
+    named in ``removed`` are taken out, then each of ``headers`` is set, replacing one of the
+    same name. A switch between ordered and not applies to the deliveries not yet attempted
+    (``ordered_lines.switch``)."""
     endpoint = get_endpoint(session, club_id, endpoint_id)
     rate = None if max_rate is None else read_max_rate(max_rate)
     if url is not None:
@@ -132,6 +137,11 @@ def update_endpoint(
         own = changed_headers(_opened_headers(sealer, endpoint), headers, removed)
         endpoint.headers_sealed = sealed_headers(sealer, own)
     endpoint.updated_at = now
+    if ordered is not None and ordered != endpoint.ordered:
+        ordered_lines.lock_endpoints(session, [endpoint.id])
+        endpoint.ordered = ordered
+        session.flush()
+        ordered_lines.switch(session, endpoint.id, ordered, now)
     _tell_workers(session, endpoint)
     return endpoint
 
@@ -168,8 +178,7 @@ def enable_endpoint(
     endpoint.updated_at = now
     if not resend_skipped:
         return endpoint, 0
-    resent = _execute(
-        session,
+    resent = session.scalars(
         update(Delivery)
         .where(Delivery.endpoint_id == endpoint.id, *_RESENDABLE)
         .values(
@@ -179,12 +188,15 @@ def enable_endpoint(
             next_attempt_asked=False,
             updated_at=now,
         )
+        .returning(Delivery.id)
         .execution_options(synchronize_session=False),
-    ).rowcount
+    ).all()
     if resent:
+        if endpoint.ordered:
+            ordered_lines.enter(session, endpoint.id, resent, now)
         connection = session.connection()
         queue.on(connection).mark_due(connection, [endpoint.id], now)
-    return endpoint, resent
+    return endpoint, len(resent)
 
 
 # The skipped deliveries that switching an endpoint on may send: skipped while it (or its
@@ -240,6 +252,7 @@ def skip_waiting(session: Session, which: object, now: datetime) -> int:
         execution_options={"synchronize_session": False},
     ).all()
     if skipped:
+        ordered_lines.leave(session, set(skipped))
         connection = session.connection()
         queue.on(connection).refresh(connection, set(skipped))
     return len(skipped)
@@ -360,6 +373,7 @@ def describe(endpoint: Endpoint, settings: Settings) -> dict[str, object]:
         "events": endpoint.events.split(),
         "headers": header_names(endpoint, settings),
         "maxRate": endpoint.max_rate,
+        "ordered": endpoint.ordered,
         "enabled": endpoint.enabled,
         "deadInARow": endpoint.dead_in_a_row,
         "lastDeliveryAt": timestamps.to_wire_or_none(endpoint.last_delivery_at),

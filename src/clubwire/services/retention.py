@@ -32,6 +32,7 @@ from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.delivering import Status
+from clubwire.services import ordered_lines
 from clubwire.services.personal_data import expiry
 from clubwire.services.staff import flashes, sign_ins
 from clubwire.storage import tables
@@ -102,6 +103,7 @@ def _finished_deliveries(cutoff: datetime, batch: int) -> Delete:
         select(d.id)
         .join(tables.events, e.id == d.event_id)
         .where(e.created_at < cutoff, d.status != Status.PENDING, d.next_attempt_at.is_(None))
+        .where(~ordered_lines.in_line(d.id))  # a Replay waiting in its line is not finished
         .limit(batch)
         .with_for_update(skip_locked=True, of=tables.deliveries)
     )

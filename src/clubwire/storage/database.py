@@ -198,8 +198,14 @@ def insert_if_absent(
 ) -> postgresql.Insert | sqlite.Insert:
     """An INSERT of ``values`` into ``model``'s table that does nothing where a row with the
     same key exists (waiting, on PostgreSQL, for a transaction inserting it to end)."""
-    insert = _INSERT[session.get_bind().dialect.name]
+    insert = insert_of(session.get_bind().dialect.name)
     return insert(model).values(**values).on_conflict_do_nothing()
+
+
+def insert_of(dialect_name: str) -> Callable[[Any], postgresql.Insert | sqlite.Insert]:
+    """The ``insert`` of the database whose dialect is ``dialect_name``: its own, for an
+    ``ON CONFLICT`` clause."""
+    return _INSERT[dialect_name]
 
 
 _INSERT: dict[str, Callable[[Any], postgresql.Insert | sqlite.Insert]] = {

@@ -23,6 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from clubwire.domain import ordering
 from clubwire.storage.types import UTCDateTime
 
 NAMING_CONVENTION = {
@@ -127,6 +128,8 @@ class Endpoint(Base):
     max_rate: Mapped[int | None] = mapped_column(Integer)  # deliveries a second; NULL: no limit
     # Headers of its own sent on every attempt, sealed like its secret; NULL: none.
     headers_sealed: Mapped[str | None] = mapped_column(Text)
+    # Whether each resource's events go one at a time, in order (``services.delivery.ordering``).
+    ordered: Mapped[bool] = mapped_column(Boolean, server_default=false())
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -160,6 +163,10 @@ class Event(Base):
     # Why (part of) the body is gone (``domain.personal_data.Removed``): a member's fields
     # erased, or the whole payload expired; NULL: the body is as published.
     payload_removed: Mapped[str | None] = mapped_column(String(16))
+    # The resource it is about and its place among that resource's events of the club
+    # (``domain.ordering``), as its body says; NULL for a Send test's ping.
+    ordering_key: Mapped[str | None] = mapped_column(String(ordering.KEY_LENGTH))
+    sequence: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class EventPerson(Base):
@@ -230,6 +237,11 @@ class Delivery(Base):
     response_code: Mapped[int | None] = mapped_column(Integer)
     # Why a skipped delivery was skipped (``delivering.SkipReason``); NULL otherwise.
     skipped_reason: Mapped[str | None] = mapped_column(String(16))
+    # Its event's ordering key while it goes in order (its endpoint ordered when it was
+    # queued); NULL: it goes as soon as it is due. And the sequence of an earlier delivery of
+    # the key that died or was erased before it went, which it tells its receiver.
+    ordering_key: Mapped[str | None] = mapped_column(String(ordering.KEY_LENGTH))
+    missed_sequence: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -287,6 +299,45 @@ class QueueHead(Base):
     next_due_at: Mapped[datetime | None]
     lease_until: Mapped[datetime | None]
     lease_token: Mapped[str | None] = mapped_column(String(32))
+
+
+class OrderedLine(Base):
+    """Each delivery that goes in order and has an attempt to come, in its line: its
+    endpoint's deliveries of one ordering key, by sequence. Only the first of a line is due;
+    the others wait with no ``next_attempt_at`` (held) until the one before them has
+    succeeded or died (``services.delivery.ordering``). A table of its own, so that the
+    deliveries keep no index on a column an attempt changes (see ``QueueEntry``)."""
+
+    __tablename__ = "ordered_lines"
+    __table_args__ = (
+        Index(
+            "ix_ordered_lines_endpoint_id_ordering_key_sequence",
+            "endpoint_id",
+            "ordering_key",
+            "sequence",
+        ),
+    )
+
+    delivery_id: Mapped[str] = mapped_column(
+        ForeignKey("deliveries.id", ondelete="CASCADE"), primary_key=True
+    )
+    endpoint_id: Mapped[str] = mapped_column(String(32))
+    ordering_key: Mapped[str] = mapped_column(String(ordering.KEY_LENGTH))
+    sequence: Mapped[int] = mapped_column(BigInteger)
+
+
+class OrderingCounter(Base):
+    """The last sequence given to an ordering key of a club: each publish of the key takes
+    the next, in its own transaction (so none is skipped or given twice). Never pruned: a
+    sequence is never given again."""
+
+    __tablename__ = "ordering_counters"
+
+    club_id: Mapped[str] = mapped_column(
+        ForeignKey("clubs.id", ondelete="CASCADE"), primary_key=True
+    )
+    ordering_key: Mapped[str] = mapped_column(String(ordering.KEY_LENGTH), primary_key=True)
+    last: Mapped[int] = mapped_column(BigInteger)
 
 
 class Attempt(Base):

@@ -14,6 +14,8 @@ from clubwire.storage.models import (
     Endpoint,
     Event,
     EventPerson,
+    OrderedLine,
+    OrderingCounter,
     QueueEntry,
     QueueHead,
 )
@@ -24,5 +26,7 @@ deliveries = cast(Table, Delivery.__table__)
 endpoints = cast(Table, Endpoint.__table__)
 events = cast(Table, Event.__table__)
 event_people = cast(Table, EventPerson.__table__)
+ordered_lines = cast(Table, OrderedLine.__table__)
+ordering_counters = cast(Table, OrderingCounter.__table__)
 queue_entries = cast(Table, QueueEntry.__table__)
 queue_heads = cast(Table, QueueHead.__table__)

@@ -251,7 +251,8 @@ class Worker:
             batch, self._results = self._results, []
             try:
                 if batch:
-                    await self._link.recording(self._record, batch)
+                    released = await self._link.recording(self._record, batch)
+                    self._lanes.wake(released, changed=False)
                 if self._lanes.recorded(batch):
                     self._wake.set()  # to look again when that retry comes due
                 if done:
@@ -285,8 +286,10 @@ class Worker:
         with self._link.sessions.begin() as session:
             claims.give_back(session, endpoint_ids, self._token, self._clock())
 
-    def _record(self, results: list[Result]) -> None:
+    def _record(self, results: list[Result]) -> list[str]:
+        """Record the results; the endpoints whose next delivery in order was released."""
         now = self._clock()
         batch = records.record_batch(self._link.sessions, results, self._schedule, now, self._mail)
-        for refused in batch:
+        for refused in batch.refused:
             records.tell_refused(refused)
+        return batch.released

@@ -15,6 +15,7 @@ from clubwire.domain import (
     custom_headers,
     delivering,
     event_catalog,
+    ordering,
     retry_after,
     standard_signing,
     timestamps,
@@ -34,13 +35,16 @@ def headers(job: Job, secret: str, timestamp: int, own: Sequence[Header] = ()) -
     Webhooks' beside them, over the same timestamp, after the endpoint's headers of its own
     (``own``), which never replace ours. Their ``webhook-id`` is the event id, read from the
     body's first bytes (a body that is not an envelope falls back to the delivery id, as
-    stable across attempts), so no attempt waits on a query for it."""
+    stable across attempts), so no attempt waits on a query for it. A delivery in order sent
+    after an earlier one of its key died says which (``ordering.MISSED_HEADER``)."""
     message_id = event_catalog.id_of(job.body) or job.delivery_id
+    missed = {} if job.missed is None else {ordering.MISSED_HEADER: str(job.missed)}
     ours = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-Service-Event": job.kind,
         "X-Service-Delivery": job.delivery_id,
+        **missed,
         signing.HEADER: signing.sign(secret, timestamp, job.body),
         **standard_signing.headers(secret, message_id, timestamp, job.body),
     }

@@ -14,6 +14,7 @@ from clubwire import errors
 from clubwire.domain import delivering, personal_data, timestamps
 from clubwire.domain.delivering import Status, Trigger
 from clubwire.domain.delivery_pages import PAGE_SIZE, Cursor, Filters
+from clubwire.services import ordered_lines
 from clubwire.storage import queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
@@ -168,7 +169,9 @@ def due_backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
 
 def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> Delivery:
     """Retry: bring a waiting attempt forward to now, or queue one manual attempt of a
-    finished delivery (same delivery and event ids; a fresh signature when it is sent)."""
+    finished delivery (same delivery and event ids; a fresh signature when it is sent). At
+    an ordered endpoint it goes in its line, after the earlier deliveries of its key still
+    to go; one held there is not brought forward (the first of its line goes first)."""
     delivery = get_delivery(session, club_id, delivery_id)
     refused = personal_data.refusal(_payload_removed(session, delivery.event_id))
     if refused is not None:
@@ -181,14 +184,32 @@ def retry(session: Session, club_id: str, delivery_id: str, now: datetime) -> De
         raise errors.InvalidInput("The endpoint is switched off: switch it on first.")
     if not delivering.retryable(delivery.event.kind):
         raise errors.InvalidInput("A Send test is not retried: send a new test instead.")
+    if endpoint.ordered:
+        _check_not_held(session, delivery)
     delivery.next_attempt_at = now
     delivery.next_attempt_asked = False
     delivery.next_trigger = Trigger.MANUAL
     delivery.updated_at = now
     session.flush()
+    if endpoint.ordered:
+        ordered_lines.enter(session, endpoint.id, [delivery.id], now)
+        session.refresh(delivery)
     connection = session.connection()
     queue.on(connection).mark_due(connection, [delivery.endpoint_id], now)
     return delivery
+
+
+def _check_not_held(session: Session, delivery: Delivery) -> None:
+    """Refuse to bring forward a delivery held in its line (the endpoint's row is held
+    first, as every change to its lines does)."""
+    ordered_lines.lock_endpoints(session, [delivery.endpoint_id])
+    ahead = ordered_lines.waiting_for(session, delivery.id)
+    if ahead is not None:
+        raise errors.Conflict(
+            f"It waits for the delivery of sequence {ahead} of {delivery.ordering_key}, "
+            "which goes first: this endpoint gets each resource's events in order. Retry "
+            "that one to send it sooner."
+        )
 
 
 def _payload_removed(session: Session, event_id: str) -> str | None:

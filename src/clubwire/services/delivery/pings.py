@@ -40,7 +40,7 @@ async def send_test(
 
     def record(result: delivering.Result) -> None:
         schedule = RetrySchedule(settings.retry_schedule)
-        for refused in records.record_batch(sessions, [result], schedule, clock()):
+        for refused in records.record_batch(sessions, [result], schedule, clock()).refused:
             records.tell_refused(refused)
 
     await asyncio.to_thread(secret_keys.check, sessions, settings)

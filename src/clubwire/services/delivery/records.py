@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import delivering, off_reasons
 from clubwire.domain.delivering import Result, RetrySchedule, Trigger
-from clubwire.services import endpoints
+from clubwire.services import endpoints, ordered_lines
 from clubwire.services.mail import notifications
 from clubwire.storage import queue, tables
 from clubwire.storage.models import Delivery, Endpoint
@@ -42,15 +42,36 @@ def record(
     results: Sequence[Result],
     now: datetime,
     mail: notifications.FailureMail | None = None,
-) -> None:
+) -> list[str]:
     """Store a batch of attempts and move each delivery and endpoint on as the attempts'
     verdicts say (DESIGN §6), a few statements whatever the batch's size; with ``mail``,
-    queue the emails an endpoint's dead deliveries call for."""
+    queue the emails an endpoint's dead deliveries call for. A delivery that goes in order
+    and is over (succeeded or died) leaves its line, and the next of its key is released:
+    the endpoints of those released."""
     if not results:
-        return
+        return []
+    in_order = [result for result in results if result.job.ordering_key is not None]
+    ordered_lines.lock_endpoints(session, {result.job.endpoint_id for result in in_order})
     connection = session.connection()
-    queue.on(connection).record(connection, results, now)
+    moved = queue.on(connection).record(connection, results, now)
+    over = {
+        result.job.delivery_id: result.verdict.became_dead
+        for result in in_order
+        if result.job.delivery_id in moved and result.verdict.next_attempt_at is None
+    }
+    died = {delivery_id for delivery_id, dead in over.items() if dead}
+    released = ordered_lines.finished(session, over.keys(), died, now)
     _update_endpoints(session, results, now, mail)
+    return released
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recorded:
+    """What recording a batch came to: the results the database refused, and the endpoints
+    whose next delivery in order was released (for the worker to claim at once)."""
+
+    refused: list[Refused]
+    released: list[str]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,19 +91,22 @@ def record_batch(
     schedule: RetrySchedule,
     now: datetime,
     mail: notifications.FailureMail | None = None,
-) -> list[Refused]:
+) -> Recorded:
     """``record`` the batch in one transaction; if one of its rows spoils it, each result in
-    a transaction of its own, so no answer holds up the rest. The results the database
-    refused come back. Raises when the database itself fails: try the batch again later."""
+    a transaction of its own, so no answer holds up the rest. Raises when the database
+    itself fails: try the batch again later."""
     try:
-        _record_in(sessions, results, now, mail)
+        return Recorded([], _record_in(sessions, results, now, mail))
     except Exception as error:
         if not _spoiled_by_a_row(error):
             raise
-    else:
-        return []
-    alone = (_record_alone(sessions, result, schedule, now, mail) for result in results)
-    return [refused for refused in alone if refused is not None]
+    released: set[str] = set()
+    refused = []
+    for result in results:
+        alone = _record_alone(sessions, result, schedule, now, mail)
+        released.update(alone.released)
+        refused += alone.refused
+    return Recorded(refused, sorted(released))
 
 
 def tell_refused(refused: Refused) -> None:
@@ -124,12 +148,12 @@ def _record_alone(
     schedule: RetrySchedule,
     now: datetime,
     mail: notifications.FailureMail | None,
-) -> Refused | None:
-    error = _failure(sessions, result, now, mail)
+) -> Recorded:
+    released, error = _failure(sessions, result, now, mail)
     if error is None:
-        return None
-    again = _failure(sessions, _stand_in(result, schedule, now), now, mail)
-    return Refused(result.job.delivery_id, error, again)
+        return Recorded([], released)
+    released, again = _failure(sessions, _stand_in(result, schedule, now), now, mail)
+    return Recorded([Refused(result.job.delivery_id, error, again)], released)
 
 
 def _failure(
@@ -137,13 +161,13 @@ def _failure(
     result: Result,
     now: datetime,
     mail: notifications.FailureMail | None,
-) -> str | None:
-    """Record one result in its own transaction; the kind of error if that failed."""
+) -> tuple[list[str], str | None]:
+    """Record one result in its own transaction: the endpoints released, or the kind of
+    error if that failed."""
     try:
-        _record_in(sessions, [result], now, mail)
+        return _record_in(sessions, [result], now, mail), None
     except Exception as error:
-        return type(error).__name__
-    return None
+        return [], type(error).__name__
 
 
 def _record_in(
@@ -151,9 +175,9 @@ def _record_in(
     results: Sequence[Result],
     now: datetime,
     mail: notifications.FailureMail | None,
-) -> None:
+) -> list[str]:
     with sessions.begin() as session:
-        record(session, results, now, mail)
+        return record(session, results, now, mail)
 
 
 def _spoiled_by_a_row(error: Exception) -> bool:

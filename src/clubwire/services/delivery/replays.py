@@ -11,15 +11,16 @@ window is read through ``ix_deliveries_endpoint_id_created_at_id``, in its order
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import ColumnElement, CursorResult, Executable, Select, func, select, update
+from sqlalchemy import ColumnElement, Select, func, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors
 from clubwire.domain import event_catalog
 from clubwire.domain.delivering import Trigger
 from clubwire.domain.replay_window import Replay, Window
+from clubwire.services import ordered_lines
 from clubwire.storage import queue
 from clubwire.storage.models import Club, Delivery, Endpoint, Event
 
@@ -36,7 +37,7 @@ def replay(
 ) -> Replay:
     """Bring the next attempt of up to ``limit`` of the window's deliveries, oldest first,
     forward to ``now``, and tell the workers, in the caller's transaction."""
-    _open_endpoint(session, club_id, endpoint_id, lock=True)
+    ordered = _open_endpoint(session, club_id, endpoint_id, lock=True)
     matching = _count(session, endpoint_id, window)
     chosen = _chosen(endpoint_id, window).order_by(Delivery.created_at, Delivery.id).limit(limit)
     # The events are locked too, so that an erasure or an expiry of one (which locks it, or
@@ -49,8 +50,7 @@ def replay(
         .cte("chosen", nesting=True)
         .prefix_with("MATERIALIZED")
     )
-    brought = _execute(
-        session,
+    brought = session.scalars(
         update(Delivery)
         .where(Delivery.id.in_(select(locked.c.id)), *_still(window))
         .values(
@@ -59,32 +59,34 @@ def replay(
             next_trigger=Trigger.MANUAL,
             updated_at=now,
         )
+        .returning(Delivery.id)
         .execution_options(synchronize_session=False),
-    )
-    count = brought.rowcount
+    ).all()
+    count = len(brought)
     if count:
+        if ordered:
+            ordered_lines.enter(session, endpoint_id, brought, now)
         connection = session.connection()
         queue.on(connection).mark_due(connection, [endpoint_id], now)
     return Replay(count, max(matching, count), _withheld(session, endpoint_id, window))
 
 
-def _execute(session: Session, statement: Executable) -> CursorResult[Any]:
-    return cast("CursorResult[Any]", session.execute(statement))
-
-
-def _open_endpoint(session: Session, club_id: str, endpoint_id: str, lock: bool = False) -> None:
+def _open_endpoint(session: Session, club_id: str, endpoint_id: str, lock: bool = False) -> bool:
     """The club's endpoint, on and with the module on; ``lock``: held until the transaction
-    ends, so that it cannot be switched off while its deliveries are brought forward."""
-    query = select(Endpoint.enabled, Club.webhooks_enabled).join(Club, Club.id == Endpoint.club_id)
+    ends, so that it cannot be switched off while its deliveries are brought forward (and
+    its lines change one after another: ``ordered_lines``). Whether it is ordered."""
+    columns = (Endpoint.enabled, Club.webhooks_enabled, Endpoint.ordered)
+    query = select(*columns).join(Club, Club.id == Endpoint.club_id)
     query = query.where(Endpoint.club_id == club_id, Endpoint.id == endpoint_id)
     found = session.execute(query.with_for_update(of=Endpoint) if lock else query).first()
     if found is None:
         raise errors.NotFound(f"This club has no webhook endpoint {endpoint_id!r}.")
-    endpoint_on, module_on = found
+    endpoint_on, module_on, ordered = found
     if not module_on:
         raise errors.Conflict("Webhooks & API are off for this club: nothing can be replayed.")
     if not endpoint_on:
         raise errors.Conflict("The endpoint is switched off: switch it on to replay.")
+    return bool(ordered)
 
 
 def _count(session: Session, endpoint_id: str, window: Window) -> int:
@@ -123,5 +125,10 @@ def _chosen(
 
 def _still(window: Window) -> tuple[ColumnElement[bool], ...]:
     """In a chosen status, and not brought forward since it finished (by Retry, or by a
-    replay a moment ago): checked again on each row the update writes."""
-    return (Delivery.status.in_(window.statuses), Delivery.next_attempt_at.is_(None))
+    replay a moment ago, maybe held in its line since): checked again on each row the
+    update writes."""
+    return (
+        Delivery.status.in_(window.statuses),
+        Delivery.next_attempt_at.is_(None),
+        ~ordered_lines.in_line(Delivery.id),
+    )

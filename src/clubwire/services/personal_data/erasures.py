@@ -28,14 +28,14 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, case, delete, func, select, update
+from sqlalchemy import bindparam, case, delete, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import ids, logs
 from clubwire.domain import personal_data, timestamps
 from clubwire.domain.delivering import SkipReason, Status, Trigger
 from clubwire.domain.personal_data import Removed, Wanted
-from clubwire.services import clubs
+from clubwire.services import clubs, ordered_lines
 from clubwire.storage import database, queue, tables
 from clubwire.storage.models import Erasure, Flash, OutboxEmail
 
@@ -271,14 +271,21 @@ _ERASE_BODY = (
 
 
 def _withdraw(session: Session, event_ids: Collection[str], now: datetime, write: bool) -> int:
-    """The deliveries of these events with an attempt still to come: a pending one is
-    skipped (reason ``erased``), a queued Retry of a finished one withdrawn."""
+    """The deliveries of these events with an attempt still to come (held in a line too): a
+    pending one is skipped (reason ``erased``), a queued Retry of a finished one withdrawn.
+    Those in order leave their lines, and the next of each goes, told the sequence its
+    receiver missed."""
     d = tables.deliveries.c
-    waiting = (d.event_id.in_(event_ids), d.next_attempt_at.is_not(None))
+    waiting = (
+        d.event_id.in_(event_ids),
+        or_(d.next_attempt_at.is_not(None), ordered_lines.in_line(d.id)),
+    )
     if not write:
         return session.scalar(select(func.count()).where(*waiting)) or 0
+    in_order = select(d.endpoint_id).where(*waiting, d.ordering_key.is_not(None)).distinct()
+    ordered_lines.lock_endpoints(session, session.scalars(in_order).all())
     pending = d.status == Status.PENDING
-    endpoints = session.scalars(
+    withdrawn = session.execute(
         update(tables.deliveries)
         .where(*waiting)
         .values(
@@ -289,12 +296,17 @@ def _withdraw(session: Session, event_ids: Collection[str], now: datetime, write
             next_trigger=Trigger.SCHEDULED.value,
             updated_at=now,
         )
-        .returning(d.endpoint_id)
+        .returning(d.id, d.endpoint_id, d.status)
     ).all()
-    if endpoints:
+    if withdrawn:
+        ids = {delivery_id for delivery_id, _, _ in withdrawn}
+        missed = {delivery_id for delivery_id, _, status in withdrawn if status == Status.SKIPPED}
+        released = ordered_lines.finished(session, ids, missed, now)
         connection = session.connection()
-        queue.on(connection).refresh(connection, set(endpoints))
-    return len(endpoints)
+        deliveries = queue.on(connection)
+        deliveries.refresh(connection, {endpoint_id for _, endpoint_id, _ in withdrawn})
+        deliveries.mark_due(connection, released, now)
+    return len(withdrawn)
 
 
 def _scrub_attempts(

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Select, delete, exists, select, update
+from sqlalchemy import Connection, Select, delete, exists, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.personal_data import Removed
+from clubwire.services import ordered_lines
 from clubwire.storage import tables
 
 BATCH = 1000
@@ -91,10 +92,12 @@ def _empty(connection: Connection, club_id: str, cutoff: datetime, batch: int) -
 
 def _expiring(club_id: str, cutoff: datetime, batch: int) -> Select[tuple[str]]:
     """The club's oldest events older than ``cutoff`` whose payload is whole and which no
-    delivery still waits to send (pending, or brought forward by Retry): read along the
-    partial index of kept payloads; locked, skipping those another transaction holds."""
+    delivery still waits to send (pending, brought forward by Retry, or held in its line):
+    read along the partial index of kept payloads; locked, skipping those another
+    transaction holds."""
     e, d = tables.events.c, tables.deliveries.c
-    due = exists().where(d.event_id == e.id, d.next_attempt_at.is_not(None))
+    waiting = or_(d.next_attempt_at.is_not(None), ordered_lines.in_line(d.id))
+    due = exists().where(d.event_id == e.id, waiting)
     return (
         select(e.id)
         .where(

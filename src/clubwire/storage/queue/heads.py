@@ -53,7 +53,7 @@ class LeasedLane:
 
     def job(self, row: Row, until: datetime, token: str) -> Job:
         """One of the lane's due deliveries, as read (``Row``), claimed under ``token``."""
-        delivery_id, _, kind, body, status, attempts, trigger, _ = row
+        delivery_id, _, kind, body, status, attempts, trigger, _, key, missed = row
         return Job(
             delivery_id,
             self.club_id,
@@ -68,12 +68,14 @@ class LeasedLane:
             until,
             token,
             self.headers_sealed,
+            key,
+            missed,
         )
 
 
 # A due delivery as a lane reads it: id, endpoint id, kind, body, status, attempts, trigger,
-# and when it is due.
-Row = tuple[str, str, str, bytes, str, int, str, datetime]
+# when it is due, its ordering key if it goes in order, and the sequence it missed.
+Row = tuple[str, str, str, bytes, str, int, str, datetime, str | None, int | None]
 
 # A place in an endpoint's queue, which orders its due deliveries by due time, then id.
 Place = tuple[datetime, str]
@@ -184,7 +186,8 @@ class Queue(abc.ABC):
     order (``pending``)."""
 
     _insert_attempts: TextClause  # attempts from the batch's JSON document ``:results``
-    _move: TextClause  # deliveries moved by the same document
+    _move: TextClause  # deliveries moved by the same document; their ids
+    _release: TextClause  # the first of each line of the JSON document ``:lines`` made due
 
     def __init__(self, pending: Pending) -> None:
         earliest = pending.earliest()
@@ -288,17 +291,37 @@ class Queue(abc.ABC):
         """Each wanted endpoint's due deliveries as its ``Want`` says, in the queue's order
         (by endpoint, due time, id); nothing is written."""
 
-    def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> None:
+    def record(self, connection: Connection, results: Sequence[Result], now: datetime) -> set[str]:
         """Move each delivery as its verdict says, unless another attempt of it was
-        recorded first (its attempts or status no longer what the job read), then store the
-        attempts (``rows.ANSWER_KEPT``); attempts of deliveries deleted meanwhile are dropped.
-        Two statements, both reading the batch as one JSON document (``rows.batch``)."""
+        recorded first (its attempts or status no longer what the job read) or it began to
+        go in order since (``rows.STILL_AS_READ``), then store the attempts
+        (``rows.ANSWER_KEPT``); attempts of deliveries deleted meanwhile are dropped. Two
+        statements, both reading the batch as one JSON document (``rows.batch``). The ids of
+        the deliveries moved."""
         if not results:
-            return
+            return set()
         batch = rows.batch(results, connection.dialect)
         values = {"results": batch, "ids": rows.ids(results), "now": now}
-        connection.execute(self._move, values)
+        moved = set(connection.execute(self._move, values).scalars())
         connection.execute(self._insert_attempts, values)
+        return moved
+
+    def release(
+        self, connection: Connection, lines: Mapping[tuple[str, str], int | None], now: datetime
+    ) -> list[str]:
+        """Make the first delivery of each of these lines (endpoint, ordering key) due now,
+        if it was held, telling it the sequence the line missed (its value, if not None);
+        one statement whatever their number. The endpoints of those released."""
+        if not lines:
+            return []
+        document = rows.document(
+            [
+                {"endpoint_id": endpoint_id, "ordering_key": key, "missed": missed}
+                for (endpoint_id, key), missed in sorted(lines.items())
+            ]
+        )
+        released = connection.execute(self._release, {"lines": document, "now": now}).scalars()
+        return sorted(set(released))
 
     def give_back(
         self, connection: Connection, endpoint_ids: Collection[str], token: str, now: datetime

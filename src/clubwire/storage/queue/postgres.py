@@ -38,7 +38,8 @@ _PENDING = Pending(tables.queue_entries.c.endpoint_id, tables.queue_entries.c.du
 # whole (it guesses 100 lanes of unknown counts).
 _JOBS = text(
     """
-    SELECT j.id, j.endpoint_id, j.kind, j.body, j.status, j.attempt, j.next_trigger, q.due_at
+    SELECT j.id, j.endpoint_id, j.kind, j.body, j.status, j.attempt, j.next_trigger, q.due_at,
+        j.ordering_key, j.missed_sequence
     FROM json_to_recordset(CAST(:wants AS JSON)) AS w (
         endpoint_id VARCHAR, count INTEGER, after_due TIMESTAMPTZ, after_id VARCHAR,
         held VARCHAR[])
@@ -51,7 +52,8 @@ _JOBS = text(
         ORDER BY due_at, delivery_id
         LIMIT w.count) AS q
     CROSS JOIN LATERAL (
-        SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger
+        SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger,
+            d.ordering_key, d.missed_sequence
         FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
         WHERE d.id = q.delivery_id
         LIMIT 1) AS j
@@ -67,7 +69,7 @@ _RESULTS = """json_to_recordset(CAST(:results AS JSON)) AS m (
         id VARCHAR, number INTEGER, trigger VARCHAR, started_at TIMESTAMPTZ,
         duration_ms INTEGER, response_code INTEGER, error VARCHAR, excerpt TEXT,
         retry_after VARCHAR, was VARCHAR, status VARCHAR, next_attempt_at TIMESTAMPTZ,
-        asked BOOLEAN)"""
+        asked BOOLEAN, ordering_key VARCHAR)"""
 _INSERT_ATTEMPTS = text(
     f"""
     INSERT INTO attempts (delivery_id, number, trigger, started_at, duration_ms,
@@ -85,6 +87,23 @@ _MOVE = text(
     UPDATE deliveries SET {rows.MOVED}
     FROM {_RESULTS}
     WHERE {_BATCH} AND {rows.STILL_AS_READ}
+    RETURNING deliveries.id
+    """  # noqa: S608 (constants of ours, not input)
+).bindparams(rows.NOW)
+# Each line's first delivery found through the lines' index, LIMIT 1 (a LATERAL: never a
+# read of a whole line).
+_RELEASE = text(
+    f"""
+    UPDATE deliveries SET {rows.RELEASED}
+    FROM json_to_recordset(CAST(:lines AS JSON)) AS p (
+        endpoint_id VARCHAR, ordering_key VARCHAR, missed BIGINT)
+    CROSS JOIN LATERAL (
+        SELECT delivery_id FROM ordered_lines AS l
+        WHERE l.endpoint_id = p.endpoint_id AND l.ordering_key = p.ordering_key
+        ORDER BY l.sequence
+        LIMIT 1) AS f
+    WHERE deliveries.id = f.delivery_id AND {rows.RELEASING}
+    RETURNING deliveries.endpoint_id
     """  # noqa: S608 (constants of ours, not input)
 ).bindparams(rows.NOW)
 
@@ -121,6 +140,7 @@ def _notify(connection: Connection, channel: str, endpoint_ids: Collection[str])
 class PostgresQueue(Queue):
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
+    _release = _RELEASE
 
     def __init__(self) -> None:
         super().__init__(_PENDING)

@@ -20,8 +20,12 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 # The columns a recorded attempt sets on its delivery, from the document's row ``m``, with
 # the guard that the delivery is still as its job read it.
+# A delivery held meanwhile (a Retry or Replay put an earlier one of its key ahead of it)
+# stays held.
 MOVED = f"""
-    status = m.status, attempt = m.number, next_attempt_at = m.next_attempt_at,
+    status = m.status, attempt = m.number,
+    next_attempt_at = CASE WHEN deliveries.next_attempt_at IS NULL THEN NULL
+        ELSE m.next_attempt_at END,
     next_attempt_asked = m.asked, next_trigger = '{Trigger.SCHEDULED}',
     response_code = m.response_code, updated_at = :now
 """
@@ -33,9 +37,20 @@ ANSWER_KEPT = """
     CASE WHEN events.payload_removed IS NULL THEN m.error END,
     CASE WHEN events.payload_removed IS NULL THEN m.excerpt ELSE '' END,
     CASE WHEN events.payload_removed IS NULL THEN m.retry_after END"""
+# As the job read it: the same attempts and status, and going in order or not as it was (a
+# switch to ordered puts a delivery not yet attempted in its line: one claimed before goes
+# again, in order).
 STILL_AS_READ = (
     "deliveries.id = m.id AND deliveries.attempt = m.number - 1 AND deliveries.status = m.was"
+    " AND COALESCE(deliveries.ordering_key, '') = COALESCE(m.ordering_key, '')"
 )
+# The release of the first of each line named in ``:lines`` (the document's row ``p``: its
+# first delivery, and the sequence it missed), when it is held or told a missed sequence.
+RELEASED = """
+    next_attempt_at = COALESCE(deliveries.next_attempt_at, :now),
+    missed_sequence = COALESCE(p.missed, deliveries.missed_sequence),
+    updated_at = :now"""
+RELEASING = "(deliveries.next_attempt_at IS NULL OR p.missed IS NOT NULL)"
 
 
 def batch(results: Sequence[Result], dialect: Dialect) -> str:
@@ -58,6 +73,7 @@ def batch(results: Sequence[Result], dialect: Dialect) -> str:
                 "status": str(result.verdict.status),
                 "next_attempt_at": stored(result.verdict.next_attempt_at),
                 "asked": result.verdict.asked,
+                "ordering_key": result.job.ordering_key,
             }
             for result in results
         ]

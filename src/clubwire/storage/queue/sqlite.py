@@ -46,10 +46,11 @@ _PENDING = Pending(tables.deliveries.c.endpoint_id, tables.deliveries.c.next_att
 _JOBS = text(
     """
     SELECT json_group_array(json_array(
-        id, endpoint_id, kind, hex(body), status, attempt, next_trigger, next_attempt_at))
+        id, endpoint_id, kind, hex(body), status, attempt, next_trigger, next_attempt_at,
+        ordering_key, missed_sequence))
     FROM (
         SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger,
-            d.next_attempt_at
+            d.next_attempt_at, d.ordering_key, d.missed_sequence
         FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
         WHERE d.endpoint_id = :endpoint AND d.next_attempt_at <= :now
             AND (d.next_attempt_at, d.id) > (:after_due, :after_id)
@@ -76,7 +77,8 @@ _RESULTS = """(
             json_extract(value, '$.was') AS was,
             json_extract(value, '$.status') AS status,
             json_extract(value, '$.next_attempt_at') AS next_attempt_at,
-            json_extract(value, '$.asked') AS asked
+            json_extract(value, '$.asked') AS asked,
+            json_extract(value, '$.ordering_key') AS ordering_key
         FROM json_each(:results)) AS m"""
 _INSERT_ATTEMPTS = text(
     f"""
@@ -94,6 +96,24 @@ _MOVE = text(
     UPDATE deliveries SET {rows.MOVED}
     FROM {_RESULTS}
     WHERE {rows.STILL_AS_READ}
+    RETURNING deliveries.id
+    """  # noqa: S608 (constants of ours, not input)
+).bindparams(rows.NOW)
+# Each line's first delivery found through the lines' index, by a subquery with LIMIT 1.
+_RELEASE = text(
+    f"""
+    UPDATE deliveries SET {rows.RELEASED}
+    FROM (
+        SELECT (
+            SELECT l.delivery_id FROM ordered_lines AS l
+            WHERE l.endpoint_id = json_extract(value, '$.endpoint_id')
+                AND l.ordering_key = json_extract(value, '$.ordering_key')
+            ORDER BY l.sequence
+            LIMIT 1) AS delivery_id,
+            json_extract(value, '$.missed') AS missed
+        FROM json_each(:lines)) AS p
+    WHERE deliveries.id = p.delivery_id AND {rows.RELEASING}
+    RETURNING deliveries.endpoint_id
     """  # noqa: S608 (constants of ours, not input)
 ).bindparams(rows.NOW)
 
@@ -105,6 +125,7 @@ _MARK_DUE = upsert_heads(insert(tables.queue_heads))
 class SqliteQueue(Queue):
     _insert_attempts = _INSERT_ATTEMPTS
     _move = _MOVE
+    _release = _RELEASE
 
     def __init__(self) -> None:
         super().__init__(_PENDING)
@@ -139,8 +160,8 @@ class SqliteQueue(Queue):
             lane = orjson.loads(connection.execute(_JOBS, values).scalar_one())
             lane.sort(key=lambda row: (row[7], row[0]))
             found += [
-                (id_, endpoint, kind, bytes.fromhex(body), status, attempt, trigger, _time(due))
-                for id_, endpoint, kind, body, status, attempt, trigger, due in lane
+                (row[0], row[1], row[2], bytes.fromhex(row[3]), *row[4:7], _time(row[7]), *row[8:])
+                for row in lane
             ]
         return found
 

@@ -40,8 +40,17 @@ def test_the_envelope_is_stored_once_as_exact_bytes(session: Session, settings: 
     club = make_club(session)
     event, _ = events.publish(session, club, "registration.created", registration(), EPOCH)
     envelope = orjson.loads(event.body)
-    assert list(envelope) == ["id", "event", "createdAt", "organizationId", "data"]
+    assert list(envelope) == [
+        "id",
+        "event",
+        "createdAt",
+        "organizationId",
+        "orderingKey",
+        "sequence",
+        "data",
+    ]
     assert envelope["id"] == event.id
+    assert (envelope["orderingKey"], envelope["sequence"]) == (event.ordering_key, 1)
     assert envelope["event"] == "registration.created"
     assert envelope["createdAt"] == "2026-01-05T12:00:00.000Z"
     assert envelope["organizationId"] == club.id

@@ -80,7 +80,7 @@ def test_a_refused_row_is_recorded_as_failed_and_the_rest_as_they_were(
     with pytest.raises(exc.DBAPIError, match="poisoned"), sessions.begin() as session:
         records.record(session, batch, EPOCH)  # the batch as one: it fails
 
-    refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH)
+    refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH).refused
 
     *fine, bad = (result.job.delivery_id for result in batch)
     assert [(r.delivery_id, r.stand_in_error) for r in refused] == [(bad, None)]
@@ -102,7 +102,7 @@ def test_when_even_the_stand_in_is_refused_the_others_still_land(
     *fine, bad = (result.job.delivery_id for result in batch)
     triggers.refuse_attempts(engine, f"NEW.delivery_id = '{bad}'")
 
-    refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH)
+    refused = records.record_batch(sessions, batch, SCHEDULE, EPOCH).refused
 
     assert [(r.delivery_id, r.error == r.stand_in_error) for r in refused] == [(bad, True)]
     assert _state(sessions) == {
