@@ -250,9 +250,8 @@ class Worker:
             done = self._lanes.done(asyncio.get_running_loop().time())
             batch, self._results = self._results, []
             try:
-                if batch:
-                    released = await self._link.recording(self._record, batch)
-                    self._lanes.wake(released, changed=False)
+                if batch and (released := await self._link.recording(self._record, batch)):
+                    self.wake(released, changed=False)  # the next of a line: claim it now
                 if self._lanes.recorded(batch):
                     self._wake.set()  # to look again when that retry comes due
                 if done:
