@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import CursorResult, Executable, func, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, Executable, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids
@@ -234,13 +234,15 @@ def rotate_secret(
     return secret
 
 
-def skip_waiting(session: Session, which: object, now: datetime) -> int:
+def skip_waiting(session: Session, which: ColumnElement[bool], now: datetime) -> int:
     """Mark waiting deliveries matching ``which`` as skipped (their endpoint or module is
-    off), and their endpoints' queue
-    heads say when each is next due; returns how many."""
+    off), and their endpoints' queue heads say when each is next due; returns how many.
+    Those in order leave their lines (their endpoints' rows held first, as every change to a
+    line does)."""
+    ordered_lines.lock_lines_of(session, which)
     skipped = session.scalars(
         update(Delivery)
-        .where(which, Delivery.status == Status.PENDING)  # type: ignore[arg-type]
+        .where(which, Delivery.status == Status.PENDING)
         .values(
             status=Status.SKIPPED,
             skipped_reason=SkipReason.OFF,

@@ -43,6 +43,15 @@ def lock_endpoints(session: Session, endpoint_ids: Collection[str], shared: bool
     session.execute(chosen.with_for_update(read=shared, key_share=not shared))
 
 
+def lock_lines_of(session: Session, which: ColumnElement[bool]) -> None:
+    """Hold the endpoints whose lines hold deliveries matching ``which``, before those
+    deliveries change (read from the lines: a few rows, however many deliveries match)."""
+    if session.get_bind().dialect.name == "sqlite":
+        return
+    lined = select(_l.endpoint_id).join(tables.deliveries, _d.id == _l.delivery_id)
+    lock_endpoints(session, set(session.scalars(lined.where(which).distinct())))
+
+
 def busy(session: Session, endpoint_ids: Collection[str], key: str) -> set[str]:
     """Of these ordered endpoints, those with a delivery of ``key`` still to go: a new one
     waits behind it. Their rows are held first, then read in a statement of its own, which
