@@ -17,7 +17,7 @@ transaction here.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_, delete, exists, insert, select, update
@@ -27,6 +27,7 @@ from clubwire.domain.delivering import Status
 from clubwire.domain.ordering import Place
 from clubwire.storage import queue, tables
 
+CHUNK = 1000  # delivery ids one statement names at most
 _l = tables.ordered_lines.c
 _d = tables.deliveries.c
 _e = tables.events.c
@@ -111,8 +112,13 @@ def enter(session: Session, endpoint_id: str, delivery_ids: Sequence[str], now: 
     """Deliveries of an ordered endpoint just queued again (Retry, Replay, resend skipped):
     each goes in order, in its line by its sequence; of each line only the first is due.
     The endpoint's row is already held."""
-    if not delivery_ids:
-        return
+    for chosen in _chunks(delivery_ids):
+        _line_up_again(session, chosen)
+    if delivery_ids:
+        settle(session, endpoint_id, now)
+
+
+def _line_up_again(session: Session, delivery_ids: Sequence[str]) -> None:
     chosen = (_d.id.in_(delivery_ids), _e.id == _d.event_id, _e.ordering_key.is_not(None))
     session.execute(
         update(tables.deliveries).where(*chosen).values(ordering_key=_e.ordering_key),
@@ -122,7 +128,12 @@ def enter(session: Session, endpoint_id: str, delivery_ids: Sequence[str], now: 
     rows = rows.where(~in_line(_d.id))
     columns = ["delivery_id", "endpoint_id", "ordering_key", "sequence"]
     session.execute(insert(tables.ordered_lines).from_select(columns, rows))
-    settle(session, endpoint_id, now)
+
+
+def _chunks(delivery_ids: Sequence[str]) -> Iterator[Sequence[str]]:
+    """The ids, as many at a time as one statement names (SQLite takes 32,766 values)."""
+    for start in range(0, len(delivery_ids), CHUNK):
+        yield delivery_ids[start : start + CHUNK]
 
 
 def settle(session: Session, endpoint_id: str, now: datetime) -> None:
@@ -158,31 +169,41 @@ def switch(session: Session, endpoint_id: str, ordered: bool, now: datetime) -> 
     lines; an attempt already made keeps its own schedule. Unordered: the lines are
     dissolved and every held delivery is due at once."""
     if ordered:
-        waiting = and_(
-            _d.endpoint_id == endpoint_id,
-            _d.status == Status.PENDING,
-            _d.attempt == 0,
-            _d.next_attempt_at.is_not(None),
-            _d.ordering_key.is_(None),
-        )
-        chosen = select(_d.id).where(waiting).join(tables.events, _e.id == _d.event_id)
-        chosen = chosen.where(_e.ordering_key.is_not(None))
-        ids = list(session.scalars(chosen.with_for_update(of=tables.deliveries)))
-        enter(session, endpoint_id, ids, now)
+        _line_up_waiting(session, endpoint_id, now)
     else:
-        left = session.scalars(
-            delete(tables.ordered_lines)
-            .where(_l.endpoint_id == endpoint_id)
-            .returning(_l.delivery_id)
-        ).all()
+        _dissolve(session, endpoint_id, now)
+    connection = session.connection()
+    queue.on(connection).mark_due(connection, [endpoint_id], now)
+
+
+def _line_up_waiting(session: Session, endpoint_id: str, now: datetime) -> None:
+    """The endpoint's deliveries waiting for their first attempt, in their lines. They are
+    locked first: a record of an attempt of one, claimed before the switch, either commits
+    first (and the delivery has been attempted) or finds it in order and does not move it."""
+    waiting = and_(
+        _d.endpoint_id == endpoint_id,
+        _d.status == Status.PENDING,
+        _d.attempt == 0,
+        _d.next_attempt_at.is_not(None),
+        _d.ordering_key.is_(None),
+    )
+    chosen = select(_d.id).where(waiting).join(tables.events, _e.id == _d.event_id)
+    chosen = chosen.where(_e.ordering_key.is_not(None))
+    locked = session.scalars(chosen.with_for_update(of=tables.deliveries)).all()
+    enter(session, endpoint_id, locked, now)
+
+
+def _dissolve(session: Session, endpoint_id: str, now: datetime) -> None:
+    left = session.scalars(
+        delete(tables.ordered_lines).where(_l.endpoint_id == endpoint_id).returning(_l.delivery_id)
+    ).all()
+    for chosen in _chunks(left):
         session.execute(
             update(tables.deliveries)
-            .where(_d.id.in_(left), _d.next_attempt_at.is_(None))
+            .where(_d.id.in_(chosen), _d.next_attempt_at.is_(None))
             .values(next_attempt_at=now, updated_at=now),
             execution_options={"synchronize_session": False},
         )
-    connection = session.connection()
-    queue.on(connection).mark_due(connection, [endpoint_id], now)
 
 
 def waiting_for(session: Session, delivery_id: str) -> int | None:
