@@ -482,3 +482,28 @@ def test_lines_hold_only_deliveries_with_an_attempt_to_come(
         _record(sessions, jobs, 200)
     with sessions() as session:
         assert session.scalars(select(OrderedLine)).all() == []
+
+
+def test_a_resend_of_more_deliveries_than_a_statement_names_keeps_every_line(
+    sessions: sessionmaker[Session], settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ordered_lines, "CHUNK", 4)  # ids a statement names: 17 take five
+    club, endpoint_id = _world(sessions, settings)
+    with sessions.begin() as session:
+        endpoints.disable_endpoint(
+            session, club.id, endpoint_id, EPOCH, off_reasons.OffReason.STAFF
+        )
+    _publish(sessions, club, *(f"gm_{n % 3}" for n in range(17)))
+    with sessions.begin() as session:
+        _, resent = endpoints.enable_endpoint(
+            session, club.id, endpoint_id, EPOCH, resend_skipped=True
+        )
+
+    assert resent == 17
+    states = _states(sessions)
+    assert all(lined for _, _, lined in states.values())
+    assert sorted(place for place, (_, due, _) in states.items() if due) == [
+        ("game:gm_0", 1),
+        ("game:gm_1", 1),
+        ("game:gm_2", 1),
+    ]
