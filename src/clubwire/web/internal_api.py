@@ -75,8 +75,24 @@ class EventIn(BaseModel):
     ]
 
 
-class EventOut(BaseModel):
+class EventOut(_Out):
     id: Annotated[str, Field(examples=["evt_4Fh2kQ9xTbV3rYl0ngS3"])]
+    ordering_key: Annotated[
+        str | None,
+        Field(
+            examples=["invoice:inv_8812"],
+            description="The resource the event is about, as its envelope's orderingKey says "
+            "(null for none).",
+        ),
+    ] = None
+    sequence: Annotated[
+        int | None,
+        Field(
+            examples=[2],
+            description="Its place among the club's events of that key: 1, 2, 3, … with no "
+            "gaps, in the order they were published.",
+        ),
+    ] = None
 
 
 class ReplayIn(BaseModel):
@@ -352,10 +368,10 @@ async def publish_event(
         ),
     ] = None,
 ) -> EventOut:
-    event_id, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
+    event, created = await run_in_threadpool(_publish, request, slug, body, idempotency_key)
     if not created:
         response.status_code = 200
-    return EventOut(id=event_id)
+    return event
 
 
 def replay(slug: Slug, endpoint_id: EndpointIdPath, body: ReplayIn, request: Request) -> ReplayOut:
@@ -384,7 +400,7 @@ def _created_or_replaced(route: dict[str, Any], model: type[BaseModel]) -> dict[
 
 def _publish(
     request: Request, slug: str, body: EventIn, idempotency_key: str | None
-) -> tuple[str, bool]:
+) -> tuple[EventOut, bool]:
     """Publish once. A concurrent request with the same key that commits first makes ours
     fail on the unique key; asking again then finds the winner's event."""
     try:
@@ -397,7 +413,7 @@ def _publish(
 
 def _publish_once(
     request: Request, slug: str, body: EventIn, idempotency_key: str | None
-) -> tuple[str, bool]:
+) -> tuple[EventOut, bool]:
     now = context.now(request)
     return context.transact(request, _published, slug, body, now, idempotency_key)
 
@@ -407,10 +423,10 @@ def _publish_once(
 
 def _published(
     session: Session, slug: str, body: EventIn, now: datetime, idempotency_key: str | None
-) -> tuple[str, bool]:
+) -> tuple[EventOut, bool]:
     club = clubs.get_club(session, slug)
     event, created = events.publish(session, club, body.event, body.data, now, idempotency_key)
-    return event.id, created
+    return EventOut(id=event.id, ordering_key=event.ordering_key, sequence=event.sequence), created
 
 
 def _put_program(
