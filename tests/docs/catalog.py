@@ -1,7 +1,8 @@
 """The "Event kinds" section of docs/receiving-webhooks.md, rendered from the event catalog.
 
 For every kind: what it means in plain words (``event_catalog.FOR_STAFF``, as the endpoint
-form says it), when it fires, a table of its ``data`` fields, a full example envelope
+form says it), when it fires, the resource its ``orderingKey`` names
+(``ordering.RESOURCES[kind].in_words``), a table of its ``data`` fields, a full example envelope
 (``event_schemas.example``: ``events.sample`` wrapped in an envelope) and the JSON Schema of
 the envelope (``event_schemas.json_schemas``). ``tests/docs/test_catalog.py`` fails when the
 committed section differs from this rendering; rewrite it with::
@@ -16,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from clubwire.domain import event_catalog, event_schemas
+from clubwire.domain import event_catalog, event_schemas, ordering
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "receiving-webhooks.md"
 BEGIN = (
@@ -47,6 +48,7 @@ def _kind(kind: str, webhook: Any, schema: Schema) -> str:
             "",
             f"{post['summary']}. {post['description']}",
             "",
+            *_ordering(kind),
             "| field | type | meaning |",
             "|---|---|---|",
             *_rows(schema, schema["properties"]["data"], "data"),
@@ -65,6 +67,17 @@ def _kind(kind: str, webhook: Any, schema: Schema) -> str:
             "",
         ]
     )
+
+
+def _ordering(kind: str) -> list[str]:
+    """The line naming the kind's ordering key, for the kinds that have one (all but ping)."""
+    resource = ordering.RESOURCES.get(kind)
+    if resource is None:
+        return []
+    return [
+        f"Ordering key ([Events in order](#events-in-order)): {resource.in_words}.",
+        "",
+    ]
 
 
 def _rows(root: Schema, node: Schema, path: str) -> list[str]:

@@ -9,7 +9,7 @@ import re
 import click
 
 from clubwire import cli
-from clubwire.domain import event_catalog, event_schemas
+from clubwire.domain import event_catalog, event_schemas, ordering
 from tests.docs import catalog, markdown
 from tests.docs.conftest import World
 
@@ -34,6 +34,23 @@ def test_the_catalog_says_each_kind_in_the_plain_words_of_the_endpoint_form() ->
         assert "\n" not in words
         assert not words.endswith(".")
         assert f"### `{kind}`\n\nIn plain words: *{words}*." in doc
+
+
+def test_the_catalog_names_each_kinds_ordering_key_as_the_code_makes_it() -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    assert set(ordering.RESOURCES) == set(event_catalog.KINDS) - {event_catalog.PING}
+    for kind, resource in ordering.RESOURCES.items():
+        section = doc.split(f"### `{kind}`\n", 1)[1].split("\n### ", 1)[0]
+        line = f"Ordering key ([Events in order](#events-in-order)): {resource.in_words}."
+        assert line in section
+        key = event_schemas.example(kind)["orderingKey"]
+        assert f'"orderingKey": "{key}"' in section
+
+
+def test_events_in_order_tables_each_kinds_ordering_key() -> None:
+    section = markdown.section(DOC, "## Events in order")
+    for kind, resource in ordering.RESOURCES.items():
+        assert f"| `{kind}` | {resource.in_words} |" in section
 
 
 def test_the_catalog_has_every_kind_with_its_example_and_schema() -> None:

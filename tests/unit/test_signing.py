@@ -401,6 +401,7 @@ def test_stripe_verifies_our_header_for_a_realistic_envelope() -> None:
     body = (
         '{"id":"evt_01J0000000000000000000000","event":"registration.created",'
         '"createdAt":"2026-01-13T18:30:00.000Z","organizationId":"org_abc",'
+        '"orderingKey":"invoice:inv_abc","sequence":1,'
         '"data":{"member":{"name":"Zoë Ærøskøbing","email":"zoe@example.org"}}}'
     ).encode()
     header = signing.sign(SECRET, int(time.time()), body)
