@@ -33,6 +33,7 @@ from prometheus_client.utils import floatToGoString
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain import timestamps
+from clubwire.services import ordered_lines
 from clubwire.services.delivery import deliveries
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,7 @@ class DueQueue:
         try:
             with self._sessions() as session:
                 due, oldest = deliveries.due_backlog(session, now)
+                held = ordered_lines.held(session)
         except Exception as exc:
             log.warning("metrics: cannot read the due queue: %s", type(exc).__name__)
             yield _gauge("clubwire_database_up", "Whether the database could be read.", 0)
@@ -170,6 +172,11 @@ class DueQueue:
             "clubwire_deliveries_due",
             "Deliveries whose next attempt is due now or in flight (all clubs).",
             due,
+        )
+        yield _gauge(
+            "clubwire_deliveries_held",
+            "Deliveries of ordered endpoints waiting for an earlier one of their key (all clubs).",
+            held,
         )
         age = (now - oldest).total_seconds() if oldest is not None else 0.0
         yield _gauge(

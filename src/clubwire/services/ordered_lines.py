@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, delete, exists, insert, select, update
+from sqlalchemy import ColumnElement, and_, delete, exists, func, insert, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from clubwire.domain.delivering import Status
@@ -204,6 +204,14 @@ def _dissolve(session: Session, endpoint_id: str, now: datetime) -> None:
             .values(next_attempt_at=now, updated_at=now),
             execution_options={"synchronize_session": False},
         )
+
+
+def held(session: Session) -> int:
+    """How many deliveries of all clubs wait in their lines behind an earlier one (one read
+    of the lines, which hold only ordered deliveries with an attempt to come)."""
+    query = select(func.count()).select_from(tables.ordered_lines)
+    query = query.join(tables.deliveries, _d.id == _l.delivery_id)
+    return session.scalar(query.where(_d.next_attempt_at.is_(None))) or 0
 
 
 def waiting_for(session: Session, delivery_id: str) -> int | None:

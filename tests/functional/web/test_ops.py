@@ -4,6 +4,7 @@ own), JSON log lines, ``clubwire prune``."""
 from __future__ import annotations
 
 import asyncio
+import random
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +21,8 @@ from sqlalchemy import Engine, make_url, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
-from clubwire.domain import timestamps
+from clubwire.domain import event_catalog, timestamps
+from clubwire.services import endpoints
 from clubwire.services.delivery import events
 from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
@@ -247,8 +249,32 @@ def test_the_due_queue_is_read_at_scrape_time(
     assert found[("clubwire_oldest_due_delivery_age_seconds", ())] == 90
 
 
+def test_deliveries_held_in_their_lines_are_counted_apart_from_those_due(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    """Three events of one game to an ordered endpoint: one due, two held."""
+    with sessions.begin() as session:
+        club = make_club(session)
+        endpoints.create_endpoint(
+            session,
+            club,
+            "https://127.0.0.1:9/hooks",
+            ["game.updated"],
+            EPOCH,
+            receiver_settings(settings),
+            ordered=True,
+        )
+        game = event_catalog.sample("game.updated", EPOCH, random.Random(1))
+        for _ in range(3):
+            events.publish(session, club, "game.updated", game, EPOCH)
+    found = scrape(client)
+    assert found[("clubwire_deliveries_due", ())] == 1
+    assert found[("clubwire_deliveries_held", ())] == 2
+
+
 def test_an_empty_queue_is_zero(client: TestClient) -> None:
     found = scrape(client)
+    assert found[("clubwire_deliveries_held", ())] == 0
     assert found[("clubwire_deliveries_due", ())] == 0
     assert found[("clubwire_oldest_due_delivery_age_seconds", ())] == 0
 
