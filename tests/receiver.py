@@ -3,7 +3,7 @@ local CA of the test's own (``clubwire.receiving``, as ``clubwire listen`` uses)
 
 Each test picks what it answers (``status`` and ``answer_headers``, ``delay``, or ``hang``;
 ``echo`` sends the request's body back) and reads back what arrived. Modelled on Svix's
-test receiver.
+test receiver. A test that needs a receiver of its own (``listening``) gives the handler.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +21,7 @@ from aiohttp import web
 from clubwire import receiving
 from clubwire.receiving import Authority
 
-__all__ = ["Authority", "Received", "Receiver", "authority", "serving"]
+__all__ = ["Authority", "Received", "Receiver", "authority", "listening", "serving"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,45 @@ def serving(tls: Authority, path: str = "/hooks", **answers: object) -> Iterator
     finally:
         runner = holder["runner"]
         asyncio.run_coroutine_threadsafe(_shut(runner), loop).result(10)  # type: ignore[arg-type]
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+@contextmanager
+def listening(
+    tls: Authority, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> Iterator[str]:
+    """Serve ``handler`` at ``/hooks`` over TLS in a thread of its own; yields the URL."""
+    loop = asyncio.new_event_loop()
+    started: dict[str, object] = {}
+    ready = threading.Event()
+
+    async def start() -> None:
+        app = web.Application()
+        app.router.add_post("/hooks", handler)
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        started.update(runner=runner, url=f"https://127.0.0.1:{port}/hooks")
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10), "the receiver did not start"
+    try:
+        yield str(started["url"])
+    finally:
+        runner = started["runner"]
+        assert isinstance(runner, web.AppRunner)
+        asyncio.run_coroutine_threadsafe(_shut(runner), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()

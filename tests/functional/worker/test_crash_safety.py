@@ -14,8 +14,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from tests.conftest import make_settings
 from tests.factories import make_club, registration
 from tests.functional.workers import PATIENT, Workers, count_settled, worker_environment
 from tests.ports import free_port
-from tests.receiver import Authority, authority, serving
+from tests.receiver import authority, listening, serving
 
 pytestmark = pytest.mark.slow
 
@@ -130,52 +129,6 @@ class AnswerThenKill:
     def requests(self) -> Counter[str]:
         with self.lock:
             return Counter(self.received)
-
-
-@contextmanager
-def listening(
-    tls: Authority, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> Iterator[str]:
-    """Serve ``handler`` at ``/hooks`` over TLS in a thread of its own; yields the URL."""
-    loop = asyncio.new_event_loop()
-    started: dict[str, object] = {}
-    ready = threading.Event()
-
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/hooks", handler)
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        started.update(runner=runner, url=f"https://127.0.0.1:{port}/hooks")
-
-    async def stop() -> None:
-        runner = started["runner"]
-        assert isinstance(runner, web.AppRunner)
-        await runner.cleanup()
-        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10), "the receiver did not start"
-    try:
-        yield str(started["url"])
-    finally:
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
 
 
 # --- the tests --------------------------------------------------------------------------------
