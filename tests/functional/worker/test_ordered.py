@@ -258,13 +258,6 @@ def test_many_keys_through_a_flaky_receiver_arrive_in_order_each_once(
 RETRY = 2  # seconds: long enough to see what goes out while a retry waits
 
 
-@pytest.mark.xfail(
-    reason="engine bug: a release after a success or a death wakes the worker's lane but not "
-    "its claim loop (worker/loop.py Worker._flush calls self._lanes.wake(released), not "
-    "self.wake), so the released delivery waits for the lane's turn to end, ~5 s "
-    "(lanes.LANE_TURN), unless a retry recorded in the same batch wakes the loop",
-    strict=True,
-)
 def test_a_key_waits_for_its_first_and_no_other_key_waits(
     settings: Settings, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
