@@ -32,6 +32,7 @@ lint: $(READY)
 bench: $(READY)
 	$(PYTHON) bench/api.py
 	$(PYTHON) bench/delivery.py
+	$(PYTHON) bench/delivery.py --ordered --events 1000
 	$(PYTHON) bench/attempt.py
 	$(PYTHON) bench/publish.py
 	$(PYTHON) bench/burst.py

@@ -43,6 +43,12 @@ on PostgreSQL, one ``clubwire worker`` process against a local HTTPS receiver:
   the worker pays to find due work past them (issue 12: finding due work should cost the same
   at any backlog; target within 5 %). The runs with it come after those without, not in
   alternation: loading a million rows takes seconds to a minute;
+- **in order** (``--ordered``, issue 35; instead of all the above): the busy club's healthy
+  endpoints ordered, with ``game.updated`` events over ``--keys`` games (100), so as many
+  ordering keys, and in the same round the same events with the endpoints unordered; the
+  ratio ordered / unordered (target: at least 0.5) and the inversions the receiver counted
+  (a delivery whose ``sequence`` is lower than one already received for its key: none may
+  be in the ordered runs). Tables and last line: ``ordered.py``;
 - **several workers** (``--workers N``, PostgreSQL only): in each round, after the runs
   above, N ``clubwire worker`` processes drain the same kind of published backlog together
   (in the same round as the one worker they are compared with, so that the machine's speed,
@@ -78,14 +84,16 @@ line of the output is ``ratio <ours/bare>``, the lower of the two databases, two
 The exit status is non-zero when a delivery to a healthy endpoint was lost.
 
 Run from the repository root: ``.venv/bin/python bench/delivery.py [--database both]
-[--events 4000] [--endpoints 5] [--backlog 1000000] [--workers 2]``. PostgreSQL: a database is
-created for the run and dropped afterwards, through ``--postgres-url`` (default: the tests'
-``CLUBWIRE_TEST_POSTGRES_URL`` or ``postgresql://postgres@127.0.0.1:5432/postgres``).
+[--events 4000] [--endpoints 5] [--backlog 1000000] [--workers 2] [--ordered [--keys 100]]``.
+PostgreSQL: a database is created for the run and dropped afterwards, through
+``--postgres-url`` (default: the tests' ``CLUBWIRE_TEST_POSTGRES_URL`` or
+``postgresql://postgres@127.0.0.1:5432/postgres``).
 
 This file holds the options, the scenario on one database and the main function; beside it,
 ``receiver.py`` (the receiver and the handle on it), ``testbed.py`` (TLS, the databases, the
 worker process, clubs and events), ``measuring.py`` (drains and light load, at the receiver),
-``bare_sender.py`` (the ceiling), ``report.py`` (the targets and the tables), and
+``bare_sender.py`` (the ceiling), ``report.py`` (the targets and the tables), ``ordered.py``
+(the ordered runs' outcome and tables), and
 ``harness.py``, which ``bench/api.py`` shares (ports, processes, how they end).
 """
 
@@ -99,7 +107,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from bare_sender import bare_run
@@ -107,6 +115,7 @@ from clubwire.domain import timestamps
 from clubwire.settings import Settings
 from harness import exit_status
 from measuring import Drain, Light, expected_deliveries, light_load, measure_drain
+from ordered import OrderedOutcome, report_ordered, report_ordered_setup
 from receiver import Receiver, busy_roles, healthy_roles, start_receiver
 from report import Outcome, report, report_setup
 from testbed import (
@@ -121,8 +130,10 @@ from testbed import (
     make_tls,
     prepare_bed,
     publish_backlog,
+    publish_keyed,
     release_lanes,
     seed,
+    set_ordered,
     switch_neighbour,
     wait_started,
     worker,
@@ -137,6 +148,7 @@ EVENTS = 4000  # per throughput run: with 5 endpoints, 20,000 deliveries, about 
 ROUNDS = 3  # alternating; the best run of each kind counts
 IDLE_SECONDS = 1.0  # a worker idles this long before the light load starts
 BACKLOG_DUE_IN = timedelta(hours=2)  # the dead endpoint's deliveries: none comes due in a run
+KEYS = 100  # ordering keys (games) of the ordered runs' events (issue 35)
 
 
 # -- options ----------------------------------------------------------------------------------
@@ -157,6 +169,8 @@ class Runs:
 @dataclass(frozen=True)
 class Options(Runs):
     workers: int  # workers draining together on PostgreSQL (1: no such runs)
+    ordered: bool = False  # the ordered runs against unordered ones, instead of the others
+    keys: int = KEYS  # ordering keys of the ordered runs' events
 
 
 def parse_options(argv: list[str] | None) -> Options:
@@ -173,6 +187,10 @@ def parse_options(argv: list[str] | None) -> Options:
     parser.add_argument(
         "--workers", type=int, default=1, help="then runs with N workers, PostgreSQL (1)"
     )
+    parser.add_argument(
+        "--ordered", action="store_true", help="ordered against unordered runs instead"
+    )
+    parser.add_argument("--keys", type=int, default=KEYS, help=f"with --ordered: keys ({KEYS})")
     args = parser.parse_args(argv)
     # Room left for the neighbours
     most = Settings.model_fields["max_endpoints_per_club"].default - len(NEIGHBOURS)
@@ -182,6 +200,10 @@ def parse_options(argv: list[str] | None) -> Options:
         parser.error("--backlog must be at least 0, --workers at least 1")
     if args.workers > 1 and args.database == "sqlite":
         parser.error("--workers runs on PostgreSQL only (SQLite has one worker)")
+    if args.ordered and (args.backlog or args.workers > 1):
+        parser.error("--ordered runs without --backlog and --workers")
+    if args.keys < 1:
+        parser.error("--keys must be at least 1")
     databases = list(DATABASES) if args.database == "both" else [args.database]
     return Options(
         databases,
@@ -191,6 +213,8 @@ def parse_options(argv: list[str] | None) -> Options:
         args.postgres_url,
         args.backlog,
         args.workers,
+        args.ordered,
+        args.keys,
     )
 
 
@@ -247,12 +271,18 @@ def throughput(
     neighbour: str | None = None,
     workers: int = 1,
 ) -> Drain:
-    """Publish a backlog (with the ``neighbour`` endpoint on, the others off), start
-    ``workers`` workers while the bench holds the busy club's lanes, then give the lanes
-    back: the workers drain it."""
+    """Publish a backlog (with the ``neighbour`` endpoint on, the others off) and drain it."""
     switch_neighbour(bed, clubs_, neighbour)
     since = timestamps.utc_now()
     publish_backlog(bed, clubs_.busy_id, options.events, random.Random(f"{SEED}-{label}"))
+    return drain_backlog(bed, receiver, clubs_, since, label, workers)
+
+
+def drain_backlog(
+    bed: Bed, receiver: Receiver, clubs_: Clubs, since: datetime, label: str, workers: int = 1
+) -> Drain:
+    """Start ``workers`` workers while the bench holds the busy club's lanes, then give the
+    lanes back: the workers drain the healthy endpoints' deliveries made since ``since``."""
     expected = expected_deliveries(bed, clubs_, since)
     receiver.reset()
     held = hold_lanes(bed, [*clubs_.signing_secrets, *clubs_.neighbours.values()])
@@ -262,6 +292,37 @@ def throughput(
             wait_started(process, poll=0.01)
         release_lanes(bed, held)  # all are up and idle: CPU time counts from here
         return measure_drain(bed, receiver, expected, processes)
+
+
+def ordered_database(
+    name: str, workdir: Path, tls: Tls, receiver: Receiver, options: Options
+) -> OrderedOutcome:
+    """Rounds of: the healthy endpoints ordered, and unordered, on the same events (the
+    order turning each round); the neighbours off."""
+    outcome = OrderedOutcome(DATABASES[name])
+    with ExitStack() as stack:
+        bed = prepare_bed(stack, name, workdir / name, tls, options.postgres_url)
+        clubs_ = seed(bed, receiver, healthy_roles(options.endpoints))
+        switch_neighbour(bed, clubs_, None)
+        for round_ in range(options.rounds):
+            for ordered in (True, False) if round_ % 2 == 0 else (False, True):
+                drain = keyed_throughput(bed, receiver, clubs_, options, round_, ordered)
+                outcome.check_records(bed, drain.delivered)
+                outcome.runs_of(ordered).append(drain)
+    return outcome
+
+
+def keyed_throughput(
+    bed: Bed, receiver: Receiver, clubs_: Clubs, options: Options, round_: int, ordered: bool
+) -> Drain:
+    """Make the healthy endpoints ordered or not, publish the round's events over
+    ``options.keys`` keys (the same in both ways: one seed a round) and drain them."""
+    set_ordered(bed, clubs_, ordered)
+    since = timestamps.utc_now()
+    rng = random.Random(f"{SEED}-keyed-{round_}")
+    publish_keyed(bed, clubs_.busy_id, options.events, options.keys, rng)
+    label = f"{'ordered' if ordered else 'unordered'}-{round_}"
+    return drain_backlog(bed, receiver, clubs_, since, label)
 
 
 def light_run(bed: Bed, receiver: Receiver, clubs_: Clubs) -> Light:
@@ -276,7 +337,10 @@ def light_run(bed: Bed, receiver: Receiver, clubs_: Clubs) -> Light:
 
 
 def bench(options: Options) -> bool:
-    """Measure each database and report; returns whether no delivery was lost."""
+    """Measure each database and report; returns whether no delivery was lost (and, with
+    ``--ordered``, none arrived out of order in the ordered runs)."""
+    if options.ordered:
+        return bench_ordered(options)
     outcomes = []
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-bench-")))
@@ -289,6 +353,23 @@ def bench(options: Options) -> bool:
             outcomes.append(outcome)
     print(f"ratio {min(outcome.ratio for outcome in outcomes):.2f}")
     return not any(outcome.lost for outcome in outcomes)
+
+
+def bench_ordered(options: Options) -> bool:
+    """The ordered runs on each database; whether none was lost or arrived out of order."""
+    outcomes = []
+    with ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-bench-")))
+        tls = make_tls(workdir)
+        receiver = start_receiver(stack, workdir, tls.server_pem, busy_roles(options.endpoints))
+        report_ordered_setup(options.events, options.endpoints, options.keys, options.rounds)
+        for name in options.databases:
+            outcome = ordered_database(name, workdir, tls, receiver, options)
+            report_ordered(outcome)
+            outcomes.append(outcome)
+    inversions = sum(outcome.inversions for outcome in outcomes)
+    print(f"ordered ratio {min(o.ratio for o in outcomes):.2f} inversions {inversions}")
+    return not any(outcome.lost for outcome in outcomes) and not inversions
 
 
 def main(argv: list[str] | None = None) -> int:

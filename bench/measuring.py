@@ -49,6 +49,7 @@ class Drain:
     duplicates: int = 0  # arrivals of a delivery that had arrived before
     database_seconds: float | None = None  # the database's server processes' CPU time
     waited_seconds: float | None = None  # the senders' event loops waiting for a CPU
+    inversions: int = 0  # arrivals after a higher sequence of their ordering key
 
     @property
     def rate(self) -> float:
@@ -111,13 +112,18 @@ def drain_of(arrived: Arrived, expected: Expected) -> Drain:
 def measure_drain(
     bed: Bed, receiver: Receiver, expected: Expected, senders: Sequence[Process]
 ) -> Drain:
-    """Wait for the expected deliveries, with the duplicates at the expected roles and what
-    the senders and the database spent from now to then; the receiver was reset before."""
+    """Wait for the expected deliveries, with the duplicates and the inversions at the
+    expected roles and what the senders and the database spent from now to then; the
+    receiver was reset before."""
     pids = [sender.popen.pid for sender in senders]
     before = spent(pids, bed)
     drain = drain_of(wait_for(receiver, expected, senders), expected)
-    duplicates = receiver.duplicates()
-    drain = dataclasses.replace(drain, duplicates=sum(duplicates.get(role, 0) for role in expected))
+    duplicates, inversions = receiver.duplicates(), receiver.inversions()
+    drain = dataclasses.replace(
+        drain,
+        duplicates=sum(duplicates.get(role, 0) for role in expected),
+        inversions=sum(inversions.get(role, 0) for role in expected),
+    )
     return spent(pids, bed).since(before, drain)
 
 

@@ -6,9 +6,11 @@ answering ``200 ok``, except on the silent role's path, where it reads each requ
 answers, on the failing role's, where it answers ``503`` to every request, and on the
 throttling role's, where it answers ``429`` to every other request. It records the
 first arrival time of each ``X-Service-Delivery`` id, counts the arrivals of an id already
-seen (duplicates), and reports through a plain HTTP control port (``GET /counts``,
-``GET /arrivals``, ``GET /duplicates``, ``POST /reset``), which ``Receiver``
-calls from the benchmark's process.
+seen (duplicates), counts the inversions (a delivery whose envelope ``sequence`` is lower
+than one already received for its ``orderingKey`` on the same path; both read from the body
+with two ``find``s, not parsed as JSON, so that the receiver stays lean), and reports through a
+plain HTTP control port (``GET /counts``, ``GET /arrivals``, ``GET /duplicates``,
+``GET /inversions``, ``POST /reset``), which ``Receiver`` calls from the benchmark's process.
 """
 
 from __future__ import annotations
@@ -50,22 +52,66 @@ TOO_MANY_RESPONSE = (
 # -- the receiver (its own process) -----------------------------------------------------------
 
 
+class Place(NamedTuple):
+    """An envelope's ordering key and sequence, as they are in its bytes."""
+
+    key: bytes
+    sequence: int
+
+
+_KEY_FIELD = b'"orderingKey":"'
+_SEQUENCE_FIELD = b'"sequence":'
+
+
+def place_of(body: bytes) -> Place | None:
+    """The ordering key and sequence of an envelope (``event_catalog.envelope``: compact JSON,
+    the sequence right after the key and followed by ``data``), found without parsing the
+    JSON; None for a body without them (a ping)."""
+    at = body.find(_KEY_FIELD)
+    if at < 0:
+        return None
+    start = at + len(_KEY_FIELD)
+    stop = body.find(b'"', start)
+    number = body.find(_SEQUENCE_FIELD, stop)
+    if stop < 0 or number < 0:
+        return None
+    number += len(_SEQUENCE_FIELD)
+    try:
+        return Place(body[start:stop], int(body[number : body.find(b",", number)]))
+    except ValueError:
+        return None
+
+
 @dataclass
 class Arrivals:
     """What reached the receiver: per path, the first arrival (``time.time()``) of each
-    delivery id, and how many arrivals were of an id already seen."""
+    delivery id, how many arrivals were of an id already seen, the highest sequence received
+    of each ordering key, and how many first arrivals came after a higher one of their key
+    (inversions)."""
 
     first: defaultdict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     again: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
+    highest: defaultdict[str, dict[bytes, int]] = field(default_factory=lambda: defaultdict(dict))
+    inverted: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, path: str, delivery: str, at: float) -> int:
+    def add(self, path: str, delivery: str, at: float, place: Place | None = None) -> int:
         """Record an arrival; how many requests the path has had, this one included."""
         arrived = self.first[path]
         if delivery in arrived:
             self.again[path] += 1
         else:
             arrived[delivery] = at
+            if place is not None:
+                self._in_order(path, place)
         return len(arrived) + self.again[path]
+
+    def _in_order(self, path: str, place: Place) -> None:
+        """Count an inversion if a higher sequence of the key already arrived on the path."""
+        highest = self.highest[path]
+        if place.sequence < highest.get(place.key, 0):
+            self.inverted[path] += 1
+        else:
+            highest[place.key] = place.sequence
 
     def counts(self) -> dict[str, int]:
         return {path: len(ids) for path, ids in self.first.items()}
@@ -73,6 +119,8 @@ class Arrivals:
     def clear(self) -> None:
         self.first.clear()
         self.again.clear()
+        self.highest.clear()
+        self.inverted.clear()
 
 
 class Request(NamedTuple):
@@ -80,6 +128,7 @@ class Request(NamedTuple):
     path: str
     head: bytes
     lowered: bytes  # the head in lower case, to find header names in
+    body: bytes
 
 
 def take_request(buffer: bytearray) -> Request | None:
@@ -92,9 +141,10 @@ def take_request(buffer: bytearray) -> Request | None:
     total = end + 4 + int(header(head, lowered, b"content-length") or b"0")
     if len(buffer) < total:
         return None
+    body = bytes(buffer[end + 4 : total])
     del buffer[:total]
     method, _, rest = head.partition(b"\r\n")[0].partition(b" ")
-    return Request(method, rest.partition(b" ")[0].decode("latin-1"), head, lowered)
+    return Request(method, rest.partition(b" ")[0].decode("latin-1"), head, lowered, body)
 
 
 def header(head: bytes, lowered: bytes, name: bytes) -> bytes | None:
@@ -125,7 +175,8 @@ class Hooks(asyncio.Protocol):
         self._buffer += data
         while (request := take_request(self._buffer)) is not None:
             delivery = header(request.head, request.lowered, b"x-service-delivery") or b"-"
-            number = self._arrivals.add(request.path, delivery.decode("latin-1"), now)
+            place = place_of(request.body)
+            number = self._arrivals.add(request.path, delivery.decode("latin-1"), now, place)
             self._silent = self._silent or request.path == SILENT_PATH
             if not self._silent and self._transport is not None:
                 self._transport.write(answer(request.path, number))
@@ -142,7 +193,7 @@ def answer(path: str, number: int) -> bytes:
 
 class Control(asyncio.Protocol):
     """Plain HTTP for the benchmark: ``GET /counts``, ``GET /arrivals``, ``GET /duplicates``,
-    ``POST /reset``."""
+    ``GET /inversions``, ``POST /reset``."""
 
     def __init__(self, arrivals: Arrivals) -> None:
         self._arrivals = arrivals
@@ -172,6 +223,8 @@ class Control(asyncio.Protocol):
             return "200 OK", orjson.dumps(self._arrivals.first)
         if request.path == "/duplicates":
             return "200 OK", orjson.dumps(self._arrivals.again)
+        if request.path == "/inversions":
+            return "200 OK", orjson.dumps(self._arrivals.inverted)
         if request.path == "/reset" and request.method == b"POST":
             self._arrivals.clear()
             return "200 OK", b"{}"
@@ -234,6 +287,11 @@ class Receiver:
     def duplicates(self) -> dict[str, int]:
         """By role: arrivals of a delivery id that had arrived before."""
         return {path[1:]: n for path, n in orjson.loads(self._call("GET", "/duplicates")).items()}
+
+    def inversions(self) -> dict[str, int]:
+        """By role: deliveries that arrived after a higher sequence of their ordering key."""
+        found = orjson.loads(self._call("GET", "/inversions")).items()
+        return {path[1:]: n for path, n in found}
 
     def reset(self) -> None:
         self._call("POST", "/reset")

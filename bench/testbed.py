@@ -25,7 +25,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import psycopg
 import trustme
@@ -54,6 +54,7 @@ SEED = 20260105
 HOLDER = "bench"  # the lease token the bench holds lanes under while workers start
 HOLD = timedelta(minutes=10)
 NEIGHBOURS = (SILENT, THROTTLING)  # the busy club's endpoints besides the healthy ones
+GAME_UPDATED = "game.updated"  # the kind of the ordered runs' events (``publish_keyed``)
 
 
 # -- TLS and databases ------------------------------------------------------------------------
@@ -236,6 +237,44 @@ def publish_backlog(bed: Bed, club_id: str, count: int, rng: random.Random) -> N
             club = clubs.get_club_by_id(session, club_id)
             for number in range(first, min(count, first + PUBLISH_BATCH)):
                 publish_one(session, club, KINDS[number % len(KINDS)], rng)
+
+
+def publish_keyed(bed: Bed, club_id: str, count: int, keys: int, rng: random.Random) -> None:
+    """``count`` ``game.updated`` events over ``keys`` games (ordering keys ``game:<id>``),
+    PUBLISH_BATCH to a transaction: passes over all the games, each in an order of its own
+    (``keyed_games``)."""
+    games = keyed_games(count, keys, rng)
+    for first in range(0, count, PUBLISH_BATCH):
+        with bed.sessions.begin() as session:
+            club = clubs.get_club_by_id(session, club_id)
+            for game in games[first : first + PUBLISH_BATCH]:
+                now = timestamps.utc_now()
+                data = event_catalog.sample(GAME_UPDATED, now, rng)
+                data["game"] = {**cast("dict[str, object]", data["game"]), "id": game}
+                events.publish(session, club, GAME_UPDATED, data, now)
+
+
+def keyed_games(count: int, keys: int, rng: random.Random) -> list[str]:
+    """``count`` game ids in passes over ``keys`` games, each pass shuffled: every game has
+    its share of the events (no line longer than another by more than one), and a game may
+    come twice in a row where one pass ends and the next begins, as a real game's result and
+    its correction would."""
+    games: list[str] = []
+    while len(games) < count:
+        one_pass = [f"gm_bench_{number:04d}" for number in range(keys)]
+        rng.shuffle(one_pass)
+        games += one_pass
+    return games[:count]
+
+
+def set_ordered(bed: Bed, clubs_: Clubs, ordered: bool) -> None:
+    """Make the healthy endpoints ordered or not (between runs: nothing of theirs waits)."""
+    now = timestamps.utc_now()
+    with bed.sessions.begin() as session:
+        for endpoint_id in clubs_.roles:
+            endpoints.update_endpoint(
+                session, clubs_.busy_id, endpoint_id, now, bed.settings, ordered=ordered
+            )
 
 
 def publish_one(session: Session, club: Club, kind: str, rng: random.Random) -> str:
