@@ -84,4 +84,7 @@ def waiting_in_words(sequence: int, key: str) -> str:
 
 def missed_in_words(sequence: int) -> str:
     """What a delivery sent with ``MISSED_HEADER`` tells its receiver, for people."""
-    return f"sent after sequence {sequence} of this resource died or was erased, undelivered"
+    return (
+        f"sent after sequence {sequence} of this resource died or was erased before it was "
+        "delivered"
+    )
