@@ -124,7 +124,7 @@ def test_max_rate_is_set_listed_changed_kept_and_cleared(run: Invoke, club: str)
     created = _create_with(run, club, "--max-rate", "20")
     endpoint_id = str(created["id"])
     assert created["maxRate"] == 20
-    row = re.compile(rf"^{endpoint_id}\s.*\son\s+(\S+)\s+0 of 5", re.MULTILINE)
+    row = re.compile(rf"^{endpoint_id}\s.*\son\s+(\S+)\s+any\s+0 of 5", re.MULTILINE)
     assert row.findall(ok(run("endpoint", "list", club)).out) == ["20/s"]
     assert _max_rate(run, "update", endpoint_id, "--max-rate", "1000") == 1000
     assert _max_rate(run, "update", endpoint_id, "--event", "game.updated") == 1000
