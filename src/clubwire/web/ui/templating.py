@@ -15,7 +15,6 @@ from clubwire.domain import (
     event_catalog,
     max_rates,
     off_reasons,
-    ordering,
     personal_data,
     scopes,
     timestamps,
@@ -55,7 +54,6 @@ def environment() -> jinja2.Environment:
         MAX_HEADERS=custom_headers.MAX_HEADERS,
         retryable=delivering.retryable,
         refusal=personal_data.refusal,
-        waiting=ordering.waiting_in_words,
         MARKER=personal_data.MARKER,
     )
     return env
