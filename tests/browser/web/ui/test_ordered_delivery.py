@@ -11,13 +11,14 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import timestamps
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import events
 from clubwire.settings import Settings
 from clubwire.storage.models import Delivery
 from tests.browser.helpers import assert_fits_a_phone, granite_with_staff, sign_in
 from tests.browser.live_server import StartServer
-from tests.factories import EPOCH, PASSWORD, about, receiver_settings
+from tests.factories import PASSWORD, about, receiver_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.sqlite_only]
 
@@ -35,14 +36,17 @@ def base_url(sessions: sessionmaker[Session], start_server: StartServer) -> str:
 
 def _held(sessions: sessionmaker[Session], settings: Settings) -> str:
     """An ordered endpoint with two registrations of one invoice: the second's delivery,
-    held behind the first (which the server's attempts at a closed port keep pending)."""
+    held behind the first (which the server's attempts at a closed port keep pending).
+    Published now: the server's expiry would empty payloads as old as ``EPOCH``, and with
+    them let the second go."""
+    now = timestamps.utc_now()
     with sessions.begin() as session:
         granite = clubs.get_club(session, "granite")
         hooks = receiver_settings(settings)
         url = "https://127.0.0.1:9/held"
-        endpoints.create_endpoint(session, granite, url, [KIND], EPOCH, hooks, ordered=True)
+        endpoints.create_endpoint(session, granite, url, [KIND], now, hooks, ordered=True)
         for _ in range(2):
-            events.publish(session, granite, KIND, about(KIND), EPOCH)
+            events.publish(session, granite, KIND, about(KIND), now)
         query = select(Delivery.id).order_by(Delivery.created_at.desc(), Delivery.id.desc())
         return session.scalars(query).first() or ""
 
