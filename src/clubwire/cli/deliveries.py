@@ -14,7 +14,7 @@ from clubwire.cli.base import (
     settings,
     transaction,
 )
-from clubwire.domain import delivering, personal_data, replay_window, timestamps
+from clubwire.domain import delivering, ordering, personal_data, replay_window, timestamps
 from clubwire.domain.delivering import Status
 from clubwire.services import clubs
 from clubwire.services.delivery import deliveries, replays
@@ -40,7 +40,8 @@ def delivery_list(
         found = deliveries.list_deliveries(
             session, club_id, endpoint_id, Status(status) if status else None, limit
         )
-        records = [deliveries.describe(d) for d in found]
+        held = deliveries.held(session, found)
+        records = [deliveries.describe(d, held.get(d.id)) for d in found]
     if as_json:
         print_json(records)
         return
@@ -63,15 +64,28 @@ def delivery_list(
 
 
 def _why(record: dict[str, object]) -> str:
-    """In words, why a delivery was skipped and why its payload is gone; empty for neither."""
-    return "; ".join(
-        words for words in (_skipped_because(record), _payload(record)) if words is not None
-    )
+    """In words, why a delivery was skipped or waits, what it was sent after and why its
+    payload is gone; empty for none of these."""
+    said = (_skipped_because(record), _waiting(record), _missed(record), _payload(record))
+    return "; ".join(words for words in said if words is not None)
 
 
 def _skipped_because(record: dict[str, object]) -> str | None:
     reason = record["skippedReason"]
     return None if reason is None else delivering.SkipReason(str(reason)).in_words
+
+
+def _waiting(record: dict[str, object]) -> str | None:
+    """What a held delivery waits for: the first of its line."""
+    sequence = record["waitsFor"]
+    if not isinstance(sequence, int):
+        return None
+    return ordering.waiting_in_words(sequence, str(record["orderingKey"]))
+
+
+def _missed(record: dict[str, object]) -> str | None:
+    sequence = record["missedSequence"]
+    return ordering.missed_in_words(sequence) if isinstance(sequence, int) else None
 
 
 def _payload(record: dict[str, object]) -> str | None:
@@ -87,7 +101,7 @@ def delivery_show(delivery_id: str, as_json: bool) -> None:
     with transaction(settings()) as session:
         club_id = deliveries.club_of_delivery(session, delivery_id)
         found = deliveries.get_delivery(session, club_id, delivery_id)
-        record = deliveries.describe(found)
+        record = deliveries.describe(found, deliveries.held(session, [found]).get(found.id))
         attempts = [
             deliveries.describe_attempt(attempt)
             for attempt in deliveries.attempts_of(session, found)
@@ -97,7 +111,9 @@ def delivery_show(delivery_id: str, as_json: bool) -> None:
         return
     for label, key in SHOWN:
         click.echo(f"{label:<13}{cell(record[key])}")
-    click.echo(f"{'Next attempt':<13}{_next_attempt(record)}")
+    click.echo(f"{'Resource':<13}{_place(record)}")
+    click.echo(f"{'Next attempt':<13}{_waiting(record) or _next_attempt(record)}")
+    click.echo(f"{'Missed':<13}{cell(_missed(record))}")
     click.echo(f"{'Skipped':<13}{cell(_skipped_because(record))}")
     click.echo(f"{'Payload':<13}{_payload(record) or 'as published'}")
     click.echo()
@@ -114,6 +130,14 @@ SHOWN = [
 ]
 ATTEMPT_COLUMNS = ["#", "TRIGGER", "STARTED", "MS", "CODE", "ERROR", "RETRY-AFTER", "ANSWER"]
 ANSWER_WIDTH = 60
+
+
+def _place(record: dict[str, object]) -> str:
+    """Its event's ordering key and sequence, and whether it goes in order."""
+    if record["orderingKey"] is None:
+        return "-"
+    order = ", in order" if record["inOrder"] else ""
+    return f"{record['orderingKey']} sequence {record['sequence']}{order}"
 
 
 def _next_attempt(record: dict[str, object]) -> str:

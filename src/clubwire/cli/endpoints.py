@@ -68,6 +68,17 @@ HEADER_OPTION = click.option(
     "never shown again.",
 )
 
+ORDERED_HELP = (
+    "Deliver each resource's events (a game's, a member's, an invoice's) one at a time, in "
+    "the order they happened; a failing one holds back only the later ones of its resource."
+)
+ORDERED_OPTION = click.option(
+    "--ordered", is_flag=True, help=f"{ORDERED_HELP} An endpoint starts without it."
+)
+UNORDERED_OPTION = click.option(
+    "--unordered", is_flag=True, help="No longer in order: each delivery goes as soon as it is due."
+)
+
 
 @cli.group()
 def endpoint() -> None:
@@ -80,6 +91,7 @@ def endpoint() -> None:
 @EVENT_OPTION
 @MAX_RATE_OPTION
 @HEADER_OPTION
+@ORDERED_OPTION
 @JSON_OPTION
 def endpoint_create(
     slug: str,
@@ -87,6 +99,7 @@ def endpoint_create(
     kinds: tuple[str, ...],
     max_rate: max_rates.MaxRate | None,
     headers: tuple[Header, ...],
+    ordered: bool,
     as_json: bool,
 ) -> None:
     """Register an https URL for the events given; prints its id and signing secret (once)."""
@@ -102,6 +115,7 @@ def endpoint_create(
             current,
             max_rate=max_rate,
             headers=headers,
+            ordered=ordered,
         )
         record = endpoints.describe(created, current)
     if as_json:
@@ -132,6 +146,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             ",".join(r["headers"]) or "-",  # type: ignore[arg-type]
             "on" if r["enabled"] else "off",
             "none" if r["maxRate"] is None else f"{r['maxRate']}/s",
+            "in order" if r["ordered"] else "any",
             f"{r['deadInARow']} of {delivering.DEAD_IN_A_ROW_LIMIT}",
             cell(r["lastResponseCode"]),
             cell(r["lastDeliveryAt"], "never"),
@@ -148,6 +163,7 @@ def endpoint_list(slug: str, as_json: bool) -> None:
             "HEADERS",
             "ENABLED",
             "MAX RATE",
+            "ORDER",
             "DEAD IN A ROW",
             "LAST CODE",
             "LAST DELIVERY",
@@ -177,6 +193,8 @@ def _why_off(record: dict[str, object]) -> str:
     metavar="NAME",
     help="Stop sending the header of this name; repeat for more.",
 )
+@ORDERED_OPTION
+@UNORDERED_OPTION
 @JSON_OPTION
 def endpoint_update(
     endpoint_id: str,
@@ -185,10 +203,14 @@ def endpoint_update(
     max_rate: max_rates.MaxRate | None,
     headers: tuple[Header, ...],
     removed: tuple[str, ...],
+    ordered: bool,
+    unordered: bool,
     as_json: bool,
 ) -> None:
     """Change an endpoint's URL, its events (--event replaces the whole list), its max rate
-    (--max-rate none removes it) and/or its headers (--remove-header first, then --header)."""
+    (--max-rate none removes it), its headers (--remove-header first, then --header) and/or
+    whether it gets each resource's events in order (for the deliveries not yet attempted)."""
+    in_order = _ordered_given(ordered, unordered)
     current = settings()
     with transaction(current) as session:
         club_id = endpoints.club_of_endpoint(session, endpoint_id)
@@ -203,9 +225,19 @@ def endpoint_update(
             max_rate=max_rate,
             headers=headers,
             removed=removed,
+            ordered=in_order,
         )
         record = endpoints.describe(changed, current)
     _report(record, as_json, f"Updated {endpoint_id}.")
+
+
+def _ordered_given(ordered: bool, unordered: bool) -> bool | None:
+    """--ordered: True, --unordered: False, neither: None (unchanged)."""
+    if ordered and unordered:
+        raise click.UsageError("Give --ordered or --unordered, not both.")
+    if not (ordered or unordered):
+        return None
+    return ordered
 
 
 @endpoint.command("enable")

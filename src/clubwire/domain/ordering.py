@@ -75,3 +75,16 @@ def key_of(kind: str, data: Mapping[str, Any]) -> str | None:
     validated against its kind; None for a kind without one (``ping``)."""
     resource = RESOURCES.get(kind)
     return None if resource is None else resource.key(data)
+
+
+def waiting_in_words(sequence: int, key: str) -> str:
+    """Why a held delivery has no next attempt yet, for people."""
+    return f"waiting for sequence {sequence} of {key} to be delivered"
+
+
+def missed_in_words(sequence: int) -> str:
+    """What a delivery sent with ``MISSED_HEADER`` tells its receiver, for people."""
+    return (
+        f"sent after sequence {sequence} of this resource died or was erased before it was "
+        "delivered"
+    )

@@ -124,7 +124,7 @@ def test_max_rate_is_set_listed_changed_kept_and_cleared(run: Invoke, club: str)
     created = _create_with(run, club, "--max-rate", "20")
     endpoint_id = str(created["id"])
     assert created["maxRate"] == 20
-    row = re.compile(rf"^{endpoint_id}\s.*\son\s+(\S+)\s+0 of 5", re.MULTILINE)
+    row = re.compile(rf"^{endpoint_id}\s.*\son\s+(\S+)\s+any\s+0 of 5", re.MULTILINE)
     assert row.findall(ok(run("endpoint", "list", club)).out) == ["20/s"]
     assert _max_rate(run, "update", endpoint_id, "--max-rate", "1000") == 1000
     assert _max_rate(run, "update", endpoint_id, "--event", "game.updated") == 1000
@@ -433,3 +433,59 @@ def test_an_eleventh_header_or_one_not_there_is_refused_and_nothing_changes(
     gone = run("endpoint", "update", endpoint_id, "--remove-header", "X-Gone")
     assert one_line_error(gone) == "clubwire: error: X-Gone is not one of this endpoint's headers."
     assert _headers(run, club) == [f"X-Own-{i}" for i in range(10)]
+
+
+def _ordered(run: Invoke, *args: str) -> object:
+    """The ``ordered`` an ``endpoint`` command prints as JSON."""
+    return json.loads(ok(run("endpoint", *args, "--json")).out)["ordered"]
+
+
+def test_in_order_is_set_listed_switched_and_kept(run: Invoke, club: str) -> None:
+    created = _create_with(run, club, "--ordered")
+    endpoint_id = str(created["id"])
+    assert created["ordered"] is True
+    assert _create_with(run, club)["ordered"] is False
+    row = re.compile(rf"^{endpoint_id}\s.*\snone\s+(in order|any)\s+0 of 5", re.MULTILINE)
+    assert row.findall(ok(run("endpoint", "list", club)).out) == ["in order"]
+    assert _ordered(run, "update", endpoint_id, "--event", "game.updated") is True
+    assert _ordered(run, "update", endpoint_id, "--unordered") is False
+    assert row.findall(ok(run("endpoint", "list", club)).out) == ["any"]
+    assert _ordered(run, "update", endpoint_id, "--ordered") is True
+    listed = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    assert [endpoint["ordered"] for endpoint in listed] == [True, False]
+
+
+def test_ordered_and_unordered_together_are_refused_in_one_line(run: Invoke, club: str) -> None:
+    endpoint_id = str(_create_with(run, club, "--ordered")["id"])
+    line = one_line_error(run("endpoint", "update", endpoint_id, "--ordered", "--unordered"), 2)
+    assert line == (
+        "clubwire: error: Give --ordered or --unordered, not both. "
+        "(see: clubwire endpoint update --help)"
+    )
+    [listed] = json.loads(ok(run("endpoint", "list", club, "--json")).out)
+    assert listed["ordered"] is True
+
+
+def test_a_held_delivery_says_what_it_waits_for_and_is_not_retried(
+    run: Invoke, club: str, tmp_path: Path
+) -> None:
+    ordered = ("--ordered", "--event", "registration.created")
+    endpoint_id = str(_create_with(run, club, *ordered)["id"])
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(registration()))
+    for _ in range(2):
+        ok(run("event", "publish", club, "registration.created", "--data", str(data)))
+    held, first = json.loads(ok(run("delivery", "list", club, "--json")).out)
+    key = first["orderingKey"]
+    assert key.startswith("invoice:")
+    assert (first["sequence"], first["waitsFor"], first["inOrder"]) == (1, None, True)
+    assert (held["sequence"], held["waitsFor"], held["nextAttemptAt"]) == (2, 1, None)
+    waiting = f"waiting for sequence 1 of {key} to be delivered"
+    table = ok(run("delivery", "list", club, "--endpoint", endpoint_id)).out
+    assert re.search(rf"^{held['id']}\s.*\spending\s+0\s+-\s+-\s+{waiting}$", table, re.M)
+    shown = ok(run("delivery", "show", held["id"])).out
+    assert f"Resource     {key} sequence 2, in order\n" in shown
+    assert f"Next attempt {waiting}\n" in shown
+    assert json.loads(ok(run("delivery", "show", held["id"], "--json")).out)["waitsFor"] == 1
+    refused = one_line_error(run("delivery", "retry", held["id"]))
+    assert f"It waits for the delivery of sequence 1 of {key}, which goes first" in refused

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,8 +19,10 @@ from clubwire.storage import queue
 from clubwire.storage.models import Attempt, Club, Delivery, Endpoint, Event
 
 DEFAULT_LIMIT = 50
-# Each delivery comes with its event's kind (not the body).
-_WITH_KIND = joinedload(Delivery.event).load_only(Event.kind, Event.payload_removed)
+# Each delivery comes with its event's kind and place among its resource's (not the body).
+_WITH_KIND = joinedload(Delivery.event).load_only(
+    Event.kind, Event.payload_removed, Event.ordering_key, Event.sequence
+)
 
 
 def list_deliveries(
@@ -160,6 +162,22 @@ def attempts_of(session: Session, delivery: Delivery) -> Sequence[Attempt]:
     return session.scalars(query).all()
 
 
+def held(session: Session, shown: Iterable[Delivery]) -> dict[str, int]:
+    """Of these deliveries, those held in their line (at an ordered endpoint, behind an
+    earlier one of their resource): the sequence each waits for, by delivery id. Only those
+    that may be held are looked up."""
+    waits = {d.id: ordered_lines.waiting_for(session, d.id) for d in shown if _may_be_held(d)}
+    return {delivery_id: seq for delivery_id, seq in waits.items() if seq is not None}
+
+
+def _may_be_held(delivery: Delivery) -> bool:
+    return (
+        delivery.ordering_key is not None
+        and delivery.status == Status.PENDING
+        and delivery.next_attempt_at is None
+    )
+
+
 def due_backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
     """How many deliveries of all clubs are due (or in flight), and the oldest due time:
     for operators' metrics; one read of the queue's order (unfinished deliveries only)."""
@@ -220,7 +238,9 @@ def _payload_removed(session: Session, event_id: str) -> str | None:
     return session.scalar(query.with_for_update(read=True))
 
 
-def describe(delivery: Delivery) -> dict[str, object]:
+def describe(delivery: Delivery, waits_for: int | None = None) -> dict[str, object]:
+    """The delivery as the command line shows it; ``waits_for``: the sequence it waits for
+    when it is held (``held``)."""
     return {
         "id": delivery.id,
         "event": delivery.event.kind,
@@ -233,6 +253,11 @@ def describe(delivery: Delivery) -> dict[str, object]:
         "responseCode": delivery.response_code,
         "nextAttemptAt": timestamps.to_wire_or_none(delivery.next_attempt_at),
         "nextAttemptAsked": delivery.next_attempt_asked,
+        "orderingKey": delivery.event.ordering_key,
+        "sequence": delivery.event.sequence,
+        "inOrder": delivery.ordering_key is not None,
+        "waitsFor": waits_for,
+        "missedSequence": delivery.missed_sequence,
         "createdAt": timestamps.to_wire(delivery.created_at),
     }
 

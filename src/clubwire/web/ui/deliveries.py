@@ -107,6 +107,7 @@ def deliveries_page(
             errors=found,
             page=page,
             tests=pings.outcomes(session, page.rows) if page else {},
+            held=deliveries.held(session, page.rows) if page else {},
             here=f"{path}?{request.url.query}" if request.url.query else path,
             older=page and page.older and typed.link(path, "older", page.older),
             newer=page and page.newer and typed.link(path, "newer", page.newer),
@@ -117,8 +118,8 @@ def deliveries_page(
 
 
 def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -> Response:
-    """One delivery: its state, its event's payload (unless it expired) and every attempt,
-    with the receiver's answer (escaped)."""
+    """One delivery: its state (held in its line: what it waits for), its event's payload
+    (unless it expired) and every attempt, with the receiver's answer (escaped)."""
     with context.transaction(request) as session:
         club = base.club_for(session, staff, slug)
         delivery = deliveries.get_delivery(session, club.id, delivery_id)
@@ -129,6 +130,7 @@ def delivery_page(request: Request, staff: Staff, slug: str, delivery_id: str) -
             delivery=delivery,
             endpoint=endpoints.get_endpoint(session, club.id, delivery.endpoint_id),
             attempts=deliveries.attempts_of(session, delivery),
+            held=deliveries.held(session, [delivery]),
             body=deliveries.body_of(session, delivery).decode(errors="replace"),
         )
 

@@ -43,6 +43,7 @@ class EndpointForm(base.FormFields):
     header_name: str = ""  # a header to add or replace, and its value (never shown back)
     header_value: str = ""
     remove_header: list[str] = Field(default_factory=list)  # names of saved headers
+    ordered: str = ""  # "yes": each resource's events in order
 
     def errors(self, settings: Settings) -> dict[str, str]:
         """Each field's message: text the database cannot hold, else the services' checks
@@ -59,6 +60,9 @@ class EndpointForm(base.FormFields):
 
     def rate(self) -> max_rates.MaxRate:
         return endpoints.read_max_rate(self.max_rate)
+
+    def in_order(self) -> bool:
+        return self.ordered == "yes"
 
     def headers(self) -> list[Header]:
         """The header typed, to add or replace one of the same name; none if none was."""
@@ -84,7 +88,8 @@ class EndpointForm(base.FormFields):
     def of(cls, endpoint: Endpoint) -> EndpointForm:
         """The form filled in with what is saved."""
         rate = "" if endpoint.max_rate is None else str(endpoint.max_rate)
-        return cls(url=endpoint.url, event=endpoint.events.split(), max_rate=rate)
+        ordered = "yes" if endpoint.ordered else ""
+        return cls(url=endpoint.url, event=endpoint.events.split(), max_rate=rate, ordered=ordered)
 
 
 Filled = Annotated[EndpointForm, Form()]
@@ -98,6 +103,7 @@ class EndpointView:
     recent: Sequence[Delivery]
     skipped: int
     tests: Mapping[str, pings.PingOutcome]  # the Send tests among ``recent``, by delivery id
+    held: Mapping[str, int]  # those of ``recent`` held in their line: the sequence awaited
     headers: Sequence[str]  # the names of its headers of its own
 
 
@@ -128,6 +134,7 @@ def _view(session: Session, club_id: str, endpoint: Endpoint, settings: Settings
         recent,
         0 if endpoint.enabled else endpoints.count_skipped(session, club_id, endpoint.id),
         pings.outcomes(session, recent),
+        deliveries.held(session, recent),
         endpoints.header_names(endpoint, settings),
     )
 
@@ -174,6 +181,7 @@ def create_endpoint(request: Request, staff: Posted, slug: str, form: Filled) ->
             settings,
             max_rate=form.rate(),
             headers=form.headers(),
+            ordered=form.in_order(),
         )
         said = flashes.Flash("endpoint-created", f"Endpoint {endpoint.url} added.", secret=secret)
         base.flash(request, session, staff, said)
@@ -228,6 +236,7 @@ def update_endpoint(
             max_rate=form.rate(),
             headers=form.headers(),
             removed=form.remove_header,
+            ordered=form.in_order(),
         )
         said = f"Endpoint {endpoint.url} saved."
         base.flash(request, session, staff, flashes.Flash("endpoint-updated", said))

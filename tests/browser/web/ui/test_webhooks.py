@@ -114,7 +114,15 @@ def test_an_endpoint_is_added_tested_switched_edited_rotated_and_deleted(
     endpoint_id = (card.get_attribute("id") or "").removeprefix("endpoint-")
     expect(card.locator("h3")).to_have_text(receiver.url)
     expect(_facts(card)).to_have_text(
-        ["registration.created", re.compile("Enabled on"), "never", "0 of 5", "no limit", "none"]
+        [
+            "registration.created",
+            re.compile("Enabled on"),
+            "never",
+            "0 of 5",
+            "no limit",
+            "Any order",
+            "none",
+        ]
     )
 
     # Send test: a signed ping, its outcome told at the top of the page.
