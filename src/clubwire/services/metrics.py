@@ -162,7 +162,7 @@ class DueQueue:
         try:
             with self._sessions() as session:
                 due, oldest = deliveries.due_backlog(session, now)
-                held = ordered_lines.held(session)
+                held = ordered_lines.held_count(session)
         except Exception as exc:
             log.warning("metrics: cannot read the due queue: %s", type(exc).__name__)
             yield _gauge("clubwire_database_up", "Whether the database could be read.", 0)

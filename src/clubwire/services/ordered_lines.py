@@ -206,7 +206,7 @@ def _dissolve(session: Session, endpoint_id: str, now: datetime) -> None:
         )
 
 
-def held(session: Session) -> int:
+def held_count(session: Session) -> int:
     """How many deliveries of all clubs wait in their lines behind an earlier one (one read
     of the lines, which hold only ordered deliveries with an attempt to come)."""
     query = select(func.count()).select_from(tables.ordered_lines)
