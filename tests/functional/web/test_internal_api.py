@@ -351,6 +351,17 @@ def test_publish_creates_an_event_and_its_deliveries(
         assert [d.event_id for d in session.scalars(select(Delivery))] == [event_id]
 
 
+def test_a_publish_answers_the_events_ordering_key_and_sequence(
+    client: TestClient, sessions: sessionmaker[Session], settings: Settings
+) -> None:
+    _with_endpoint(client, sessions, settings)
+    data = registration()
+    key = f"invoice:{data['invoice']['id']}"
+    body = {"event": "registration.created", "data": data}
+    answers = [client.post(EVENTS, json=body, headers=AUTH).json() for _ in range(2)]
+    assert [(a["orderingKey"], a["sequence"]) for a in answers] == [(key, 1), (key, 2)]
+
+
 def test_a_repeated_idempotency_key_returns_the_first_event(
     client: TestClient, sessions: sessionmaker[Session], settings: Settings
 ) -> None:
