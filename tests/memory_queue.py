@@ -124,6 +124,8 @@ class MemoryQueue(Queue):
                         due_at,
                         None,
                         None,
+                        None,
+                        None,
                     )
                 )
         return rows

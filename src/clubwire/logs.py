@@ -42,6 +42,9 @@ _NAMES = {number: name for name, number in LEVELS.items()} | {logging.CRITICAL: 
 _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.asgi")
 UNQUOTED = "[not logged]"  # in place of a receiver's words
 
+# The current span's ``trace_id`` and ``span_id`` (None: no span).
+TraceIds = Callable[[], dict[str, object] | None]
+
 _fallback = logging.getLogger("clubwire.events")
 _buffers: weakref.WeakKeyDictionary[io.RawIOBase, io.BufferedWriter] = weakref.WeakKeyDictionary()
 
@@ -59,17 +62,21 @@ class JsonFormatter(logging.Formatter):
             line |= {"event": record.msg, **fields}
         else:
             line |= {"logger": record.name, "message": record.getMessage()}
+        if _destination.trace_ids is not None and (ids := _destination.trace_ids()):
+            line |= ids
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
         return _dumps(line, orjson.OPT_UTC_Z).decode()
 
 
 class _Destination:
-    """Where ``event`` writes: beside the handler ``configure`` installed, at its level."""
+    """Where ``event`` writes: beside the handler ``configure`` installed, at its level; and
+    where a line written in a span finds the span's ids (``join_traces``)."""
 
     handler: logging.Handler | None = None
     write: Callable[[bytes], None] | None = None
     level = logging.INFO
+    trace_ids: TraceIds | None = None
 
 
 _destination = _Destination()
@@ -150,8 +157,17 @@ def enabled(level: int = logging.INFO) -> bool:
     return level >= _destination.level
 
 
+def join_traces(trace_ids: TraceIds | None) -> None:
+    """Lines written in a span carry its ``trace_id`` and ``span_id``, as ``trace_ids``
+    finds them (``clubwire.tracing``; None: no more)."""
+    _destination.trace_ids = trace_ids
+
+
 def event(name: str, fields: dict[str, object], level: int = logging.INFO) -> None:
-    """One event line: ``{"time", "level", "event": name, **fields}``."""
+    """One event line: ``{"time", "level", "event": name, **fields}``, and the ids of the
+    span it is written in, if any."""
+    if _destination.trace_ids is not None and (ids := _destination.trace_ids()):
+        fields = fields | ids
     write = _destination.write
     if write is None:
         _fallback.log(level, name, extra={"fields": fields})

@@ -10,18 +10,30 @@ from types import FrameType
 
 import uvicorn
 
-from clubwire import interrupts, logs
+from clubwire import interrupts, logs, tracing
 from clubwire.settings import Settings
 from clubwire.web.app import Service, create_app
 
 
-def run(settings: Settings, host: str, port: int, services: Sequence[Service] = ()) -> None:
+def run(
+    settings: Settings,
+    host: str,
+    port: int,
+    services: Sequence[Service] = (),
+    role: str = "serve",
+) -> None:
     """Serve until interrupted; on SQLite a webhook worker runs in this process too, and
-    ``services`` (``create_app``) run beside it.
+    ``services`` (``create_app``) run beside it. Traced as ``role`` when the environment
+    asks for traces (``clubwire.tracing``).
 
     Access logs are off: clubwire writes its own, JSON lines without secrets.
     """
     logs.configure(settings.log_level)
+    with tracing.traced(role):
+        _serve(settings, host, port, services)
+
+
+def _serve(settings: Settings, host: str, port: int, services: Sequence[Service]) -> None:
     config = uvicorn.Config(
         create_app(settings, run_worker=settings.is_sqlite, services=services),
         host=host,

@@ -68,7 +68,7 @@ def serve_demo(host: str, port: int, interval: float | None) -> None:
         _introduce(current, seeded, receiver_url, secret, kept, tour)
         receiver = receiving.Receiver(secret, _reporter(kept), _flaky(random.Random()))
         service = _service(receiver, tls, listening, interval)
-        server.run(current, host, port, [service])
+        server.run(current, host, port, [service], role="demo")
     click.echo("clubwire demo: stopped.")
 
 

@@ -11,7 +11,7 @@ from typing import TypeVar
 import click
 import uvloop
 
-from clubwire import interrupts, logs
+from clubwire import interrupts, logs, tracing
 from clubwire.cli.base import cli, session_factory, settings
 from clubwire.services import secret_keys
 from clubwire.settings import Settings
@@ -79,7 +79,7 @@ def worker(metrics_port: int | None, metrics_host: str | None) -> None:
     current = _with_metrics_address(settings(), "worker", metrics_port, metrics_host)
     _ready(current)
     logs.configure(current.log_level)
-    with lock.single_worker(current):
+    with lock.single_worker(current), tracing.traced("worker"):
         gc.collect()
         gc.freeze()  # as in serve: full collections then skip the start-up heap
         # Each attempt allocates many short-lived objects: fewer, larger young collections

@@ -54,6 +54,8 @@ RESERVED: Mapping[str, str] = {
     "trailer": _HOP_BY_HOP,
     "upgrade": _HOP_BY_HOP,
     "expect": "it changes how the request is sent, which is clubwire's to decide",
+    "traceparent": "it carries the delivery's trace (W3C Trace Context), which clubwire sets",
+    "tracestate": "it carries the delivery's trace (W3C Trace Context), which clubwire sets",
 }
 # Each reserved beginning of a name, in lower case, and why.
 RESERVED_PREFIXES: Mapping[str, str] = {

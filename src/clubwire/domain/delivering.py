@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from clubwire.domain import event_catalog
+from clubwire.domain.trace_context import TraceContext
 
 DEAD_IN_A_ROW_LIMIT = 5
 SPREAD = 0.1  # a retry comes due at most this share of its step after the step
@@ -104,7 +105,9 @@ class Job:
     a Send test has no lane (``lease`` is None). ``headers_sealed``: the endpoint's headers of
     its own, sealed (None: it has none). ``ordering_key``: its event's, if it goes in order
     (None: it goes as soon as due); ``missed``: the sequence of an earlier delivery of its key
-    that died without reaching the receiver, which it tells."""
+    that died without reaching the receiver, which it tells. ``due_at``: when it came due
+    (how long it waited in the queue); ``trace``: the trace context its event was published
+    in, which its attempt continues (None: tracing was off)."""
 
     delivery_id: str
     club_id: str
@@ -121,6 +124,8 @@ class Job:
     headers_sealed: str | None = None
     ordering_key: str | None = None
     missed: int | None = None
+    due_at: datetime | None = None
+    trace: TraceContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,8 @@ class Result:
     # The Location of a redirect as ``error`` quotes it: the receiver's words, which may echo
     # a member's name or email, so log lines and emails leave them out (``logs.unquoted``).
     location: str | None = None
+    # The attempt's own span, which its record continues (None: tracing is off).
+    trace: TraceContext | None = None
 
     @property
     def strains(self) -> bool:

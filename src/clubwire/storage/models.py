@@ -167,6 +167,10 @@ class Event(Base):
     # (``domain.ordering``), as its body says; NULL for a Send test's ping.
     ordering_key: Mapped[str | None] = mapped_column(String(ordering.KEY_LENGTH))
     sequence: Mapped[int | None] = mapped_column(BigInteger)
+    # The W3C trace context it was published in (``clubwire.tracing``): every attempt of its
+    # deliveries is a span of that trace. NULL: tracing was off.
+    traceparent: Mapped[str | None] = mapped_column(String(64))
+    tracestate: Mapped[str | None] = mapped_column(String(512))
 
 
 class EventPerson(Base):

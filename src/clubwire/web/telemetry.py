@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import random
 import re
+from contextlib import AbstractContextManager
 from time import perf_counter
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clubwire import logs
+from clubwire import logs, tracing
 from clubwire.services.metrics import Metrics
 from clubwire.web.ui import urls
 
@@ -50,6 +51,8 @@ class RequestTelemetry:
         started = perf_counter()
         request_id = f"{random.getrandbits(64):016x}"
         status = 500
+        path: str = scope["path"]
+        kind = family(path)
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -59,12 +62,32 @@ class RequestTelemetry:
                 message["headers"] = [*headers, (REQUEST_ID, request_id.encode())]
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            self._counts[family(scope["path"]), status] += 1
-            if logs.enabled():
-                logs.event("request", _line(scope, request_id, status, perf_counter() - started))
+        with _span(scope, kind) as span:
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                self._counts[kind, status] += 1
+                span.ended(status, _route(scope))
+                if logs.enabled():
+                    seconds = perf_counter() - started
+                    logs.event("request", _line(scope, request_id, status, seconds))
+
+
+def _span(scope: Scope, kind: str) -> AbstractContextManager[tracing.Served]:
+    """The request's span: the platform's (internal) requests continue its trace; the API's
+    and the settings area's begin one; the rest (health, metrics, docs) are not traced."""
+    if kind == "other" or not tracing.on():
+        return tracing.NOT_TRACED
+    path = scope["path"]
+    if "cw_live_" in path or "whsec_" in path:
+        path = redacted(path)
+    return tracing.serving(scope["method"], path, scope["headers"], continued=kind == "internal")
+
+
+def _route(scope: Scope) -> str | None:
+    """The route that answered, as its template (``/clubs/{slug}/api/v1/members``)."""
+    route = scope.get("route")
+    return getattr(route, "path", None)
 
 
 def _line(scope: Scope, request_id: str, status: int, seconds: float) -> dict[str, object]:

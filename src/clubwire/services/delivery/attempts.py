@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
-from clubwire import logs, signing
+from clubwire import logs, signing, tracing
 from clubwire.domain import (
     custom_headers,
     delivering,
@@ -28,15 +28,23 @@ from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 
 USER_AGENT = "Service-Webhooks/1.0"
+_UNTRACED: Mapping[str, str] = {}
 
 
-def headers(job: Job, secret: str, timestamp: int, own: Sequence[Header] = ()) -> dict[str, str]:
+def headers(
+    job: Job,
+    secret: str,
+    timestamp: int,
+    own: Sequence[Header] = (),
+    traced: Mapping[str, str] = _UNTRACED,
+) -> dict[str, str]:
     """The headers of SPEC §5.3, whose signature covers ``<timestamp>.<body>``, and Standard
     Webhooks' beside them, over the same timestamp, after the endpoint's headers of its own
     (``own``), which never replace ours. Their ``webhook-id`` is the event id, read from the
     body's first bytes (a body that is not an envelope falls back to the delivery id, as
     stable across attempts), so no attempt waits on a query for it. A delivery in order sent
-    after an earlier one of its key died says which (``ordering.MISSED_HEADER``)."""
+    after an earlier one of its key died says which (``ordering.MISSED_HEADER``). With
+    tracing on, ``traced`` is the attempt's ``traceparent`` (and ``tracestate``)."""
     message_id = event_catalog.id_of(job.body) or job.delivery_id
     missed = {} if job.missed is None else {ordering.MISSED_HEADER: str(job.missed)}
     ours = {
@@ -45,6 +53,7 @@ def headers(job: Job, secret: str, timestamp: int, own: Sequence[Header] = ()) -
         "X-Service-Event": job.kind,
         "X-Service-Delivery": job.delivery_id,
         **missed,
+        **traced,
         signing.HEADER: signing.sign(secret, timestamp, job.body),
         **standard_signing.headers(secret, message_id, timestamp, job.body),
     }
@@ -77,12 +86,21 @@ class Attempter:
         self._most_asked = most_asked
 
     async def attempt(self, job: Job) -> Result:
+        """The attempt, in a span of its event's trace when tracing is on."""
         started = self._clock()
+        with tracing.attempting(job, started) as span:
+            result = await self._attempt(job, started, span)
+            outcome = delivering.outcome(result.verdict, result.ok)
+            span.judged(outcome)
+            self._tell(result, outcome)
+        return result
+
+    async def _attempt(self, job: Job, started: datetime, span: tracing.Attempted) -> Result:
         secret = self._open(job.secret_sealed)
         own = () if job.headers_sealed is None else self._open_headers(job.headers_sealed)
-        answer = await self._sender.post(
-            job.url, job.body, headers(job, secret, int(started.timestamp()), own)
-        )
+        sent = headers(job, secret, int(started.timestamp()), own, span.post_headers(job.url))
+        answer = await self._sender.post(job.url, job.body, sent)
+        span.answered(answer.status, answer.error, answer.location)
         ended = self._clock()
         verdict = delivering.judge(
             job,
@@ -93,7 +111,7 @@ class Attempter:
             code=answer.status,
             asked=retry_after.asked(answer.retry_after, ended, self._most_asked),
         )
-        result = Result(
+        return Result(
             job=job,
             started_at=started,
             ok=answer.ok,
@@ -104,16 +122,14 @@ class Attempter:
             verdict=verdict,
             retry_after=answer.retry_after,
             location=answer.location,
+            trace=span.context,
         )
-        self._tell(result)
-        return result
 
-    def _tell(self, result: Result) -> None:
+    def _tell(self, result: Result, outcome: delivering.Outcome) -> None:
         """The attempt's log line and metrics. The line leaves out what the receiver wrote
         (the location of its redirect, a ``Retry-After`` not of the standard's shape): it
         may echo a member's name or email (``logs.unquoted``)."""
         job = result.job
-        outcome = delivering.outcome(result.verdict, result.ok)
         steered = delivering.steered(result)
         self._metrics.count_attempt(outcome, job.trigger, result.duration_ms / 1000, steered)
         if not logs.enabled():

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors, ids
-from clubwire.domain import event_catalog
+from clubwire.domain import event_catalog, trace_context
 from clubwire.domain.delivering import Job, Status, Trigger
 from clubwire.services import endpoints
 from clubwire.services.delivery import events
@@ -124,4 +124,6 @@ def create_test_job(
         Trigger.TEST,
         now + lease,
         headers_sealed=endpoint.headers_sealed,
+        due_at=now,
+        trace=trace_context.of(event.traceparent, event.tracestate),
     )

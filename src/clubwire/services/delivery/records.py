@@ -19,6 +19,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, Integer, bindparam, case, exc, or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire import tracing
 from clubwire.domain import delivering, off_reasons
 from clubwire.domain.delivering import Result, RetrySchedule, Trigger
 from clubwire.services import endpoints, ordered_lines
@@ -94,7 +95,19 @@ def record_batch(
 ) -> Recorded:
     """``record`` the batch in one transaction; if one of its rows spoils it, each result in
     a transaction of its own, so no answer holds up the rest. Raises when the database
-    itself fails: try the batch again later."""
+    itself fails: try the batch again later. With tracing on, each result's record is a
+    span beneath its attempt's."""
+    with tracing.recording(results):
+        return _record_batch(sessions, results, schedule, now, mail)
+
+
+def _record_batch(
+    sessions: sessionmaker[Session],
+    results: Sequence[Result],
+    schedule: RetrySchedule,
+    now: datetime,
+    mail: notifications.FailureMail | None,
+) -> Recorded:
     try:
         return Recorded([], _record_in(sessions, results, now, mail))
     except Exception as error:

@@ -23,6 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain import trace_context
 from clubwire.domain.delivering import Job, Result, Status, Trigger
 from clubwire.storage import tables
 from clubwire.storage.queue import rows
@@ -53,7 +54,7 @@ class LeasedLane:
 
     def job(self, row: Row, until: datetime, token: str) -> Job:
         """One of the lane's due deliveries, as read (``Row``), claimed under ``token``."""
-        delivery_id, _, kind, body, status, attempts, trigger, _, key, missed = row
+        delivery_id, _, kind, body, status, attempts, trigger, due, key, missed, *trace = row
         return Job(
             delivery_id,
             self.club_id,
@@ -70,12 +71,17 @@ class LeasedLane:
             self.headers_sealed,
             key,
             missed,
+            due,
+            trace_context.of(*trace),
         )
 
 
 # A due delivery as a lane reads it: id, endpoint id, kind, body, status, attempts, trigger,
-# when it is due, its ordering key if it goes in order, and the sequence it missed.
-Row = tuple[str, str, str, bytes, str, int, str, datetime, str | None, int | None]
+# when it is due, its ordering key if it goes in order, the sequence it missed, and its
+# event's trace context (traceparent, tracestate).
+Row = tuple[
+    str, str, str, bytes, str, int, str, datetime, str | None, int | None, str | None, str | None
+]
 
 # A place in an endpoint's queue, which orders its due deliveries by due time, then id.
 Place = tuple[datetime, str]

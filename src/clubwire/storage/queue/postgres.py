@@ -39,7 +39,7 @@ _PENDING = Pending(tables.queue_entries.c.endpoint_id, tables.queue_entries.c.du
 _JOBS = text(
     """
     SELECT j.id, j.endpoint_id, j.kind, j.body, j.status, j.attempt, j.next_trigger, q.due_at,
-        j.ordering_key, j.missed_sequence
+        j.ordering_key, j.missed_sequence, j.traceparent, j.tracestate
     FROM json_to_recordset(CAST(:wants AS JSON)) AS w (
         endpoint_id VARCHAR, count INTEGER, after_due TIMESTAMPTZ, after_id VARCHAR,
         held VARCHAR[])
@@ -53,7 +53,7 @@ _JOBS = text(
         LIMIT w.count) AS q
     CROSS JOIN LATERAL (
         SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger,
-            d.ordering_key, d.missed_sequence
+            d.ordering_key, d.missed_sequence, e.traceparent, e.tracestate
         FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
         WHERE d.id = q.delivery_id
         LIMIT 1) AS j

@@ -47,10 +47,10 @@ _JOBS = text(
     """
     SELECT json_group_array(json_array(
         id, endpoint_id, kind, hex(body), status, attempt, next_trigger, next_attempt_at,
-        ordering_key, missed_sequence))
+        ordering_key, missed_sequence, traceparent, tracestate))
     FROM (
         SELECT d.id, d.endpoint_id, e.kind, e.body, d.status, d.attempt, d.next_trigger,
-            d.next_attempt_at, d.ordering_key, d.missed_sequence
+            d.next_attempt_at, d.ordering_key, d.missed_sequence, e.traceparent, e.tracestate
         FROM deliveries AS d JOIN events AS e ON e.id = d.event_id
         WHERE d.endpoint_id = :endpoint AND d.next_attempt_at <= :now
             AND (d.next_attempt_at, d.id) > (:after_due, :after_id)
