@@ -87,7 +87,7 @@ def authority(folder: Path) -> Authority:
     return receiving.authority(folder / receiving.TLS_FOLDER)
 
 
-async def _shut(runner: web.AppRunner) -> None:
+async def shut(runner: web.AppRunner) -> None:
     """Stop listening, and end handlers still hanging (a receiver that never answers)."""
     await runner.cleanup()
     others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
@@ -97,62 +97,22 @@ async def _shut(runner: web.AppRunner) -> None:
 
 
 @contextmanager
-def serving(tls: Authority, path: str = "/hooks", **answers: object) -> Iterator[Receiver]:
-    """A receiver listening on 127.0.0.1 until the block ends."""
+def in_a_thread(app: web.Application, tls: Authority | None = None) -> Iterator[int]:
+    """``app`` served on 127.0.0.1 (over TLS with ``tls``) by a thread and event loop of its
+    own until the block ends; yields its port."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
-    holder: dict[str, object] = {}
-
-    async def start() -> web.AppRunner:
-        app = web.Application()
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-        receiver = Receiver(url="", **answers)  # type: ignore[arg-type]
-        app.router.add_post(path, receiver.handle)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        receiver.url = f"https://127.0.0.1:{port}{path}"
-        holder["receiver"] = receiver
-        return runner
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        holder["runner"] = loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(10)
-    try:
-        yield holder["receiver"]  # type: ignore[misc]
-    finally:
-        runner = holder["runner"]
-        asyncio.run_coroutine_threadsafe(_shut(runner), loop).result(10)  # type: ignore[arg-type]
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
-
-
-@contextmanager
-def listening(
-    tls: Authority, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> Iterator[str]:
-    """Serve ``handler`` at ``/hooks`` over TLS in a thread of its own; yields the URL."""
-    loop = asyncio.new_event_loop()
-    started: dict[str, object] = {}
-    ready = threading.Event()
+    runners: list[web.AppRunner] = []
+    ports: list[int] = []
 
     async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/hooks", handler)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context())
+        ssl_context = None if tls is None else tls.server_context()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        started.update(runner=runner, url=f"https://127.0.0.1:{port}/hooks")
+        runners.append(runner)
+        ports.append(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
 
     def run() -> None:
         asyncio.set_event_loop(loop)
@@ -162,13 +122,33 @@ def listening(
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    assert ready.wait(10), "the receiver did not start"
+    assert ready.wait(10), "the server did not start"
     try:
-        yield str(started["url"])
+        yield ports[0]
     finally:
-        runner = started["runner"]
-        assert isinstance(runner, web.AppRunner)
-        asyncio.run_coroutine_threadsafe(_shut(runner), loop).result(10)
+        asyncio.run_coroutine_threadsafe(shut(runners[0]), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+@contextmanager
+def serving(tls: Authority, path: str = "/hooks", **answers: object) -> Iterator[Receiver]:
+    """A receiver listening on 127.0.0.1 until the block ends."""
+    app = web.Application()
+    receiver = Receiver(url="", **answers)  # type: ignore[arg-type]
+    app.router.add_post(path, receiver.handle)
+    with in_a_thread(app, tls) as port:
+        receiver.url = f"https://127.0.0.1:{port}{path}"
+        yield receiver
+
+
+@contextmanager
+def listening(
+    tls: Authority, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> Iterator[str]:
+    """Serve ``handler`` at ``/hooks`` over TLS in a thread of its own; yields the URL."""
+    app = web.Application()
+    app.router.add_post("/hooks", handler)
+    with in_a_thread(app, tls) as port:
+        yield f"https://127.0.0.1:{port}/hooks"

@@ -62,7 +62,7 @@ class JsonFormatter(logging.Formatter):
             line |= {"event": record.msg, **fields}
         else:
             line |= {"logger": record.name, "message": record.getMessage()}
-        if _destination.trace_ids is not None and (ids := _destination.trace_ids()):
+        if _traces.ids is not None and (ids := _traces.ids()):
             line |= ids
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
@@ -70,16 +70,21 @@ class JsonFormatter(logging.Formatter):
 
 
 class _Destination:
-    """Where ``event`` writes: beside the handler ``configure`` installed, at its level; and
-    where a line written in a span finds the span's ids (``join_traces``)."""
+    """Where ``event`` writes: beside the handler ``configure`` installed, at its level."""
 
     handler: logging.Handler | None = None
     write: Callable[[bytes], None] | None = None
     level = logging.INFO
-    trace_ids: TraceIds | None = None
+
+
+class _Traces:
+    """Where a line written in a span finds the span's ids (``join_traces``)."""
+
+    ids: TraceIds | None = None
 
 
 _destination = _Destination()
+_traces = _Traces()
 
 
 def configure(level: Level = "info", stream: TextIO | None = None) -> None:
@@ -160,13 +165,13 @@ def enabled(level: int = logging.INFO) -> bool:
 def join_traces(trace_ids: TraceIds | None) -> None:
     """Lines written in a span carry its ``trace_id`` and ``span_id``, as ``trace_ids``
     finds them (``clubwire.tracing``; None: no more)."""
-    _destination.trace_ids = trace_ids
+    _traces.ids = trace_ids
 
 
 def event(name: str, fields: dict[str, object], level: int = logging.INFO) -> None:
     """One event line: ``{"time", "level", "event": name, **fields}``, and the ids of the
     span it is written in, if any."""
-    if _destination.trace_ids is not None and (ids := _destination.trace_ids()):
+    if _traces.ids is not None and (ids := _traces.ids()):
         fields = fields | ids
     write = _destination.write
     if write is None:

@@ -107,7 +107,8 @@ def wanted(environ: Mapping[str, str] = os.environ) -> bool:
 
 def start(role: str, environ: Mapping[str, str] = os.environ) -> bool:
     """Trace this process (``role``: serve, worker or demo) if the variables ask for it and
-    the extra is installed (without it, one warning line); whether it is traced."""
+    the extra is installed; whether it is traced. Tracing never stops a process: without
+    the extra, or with a variable the SDK refuses, it says so in one line and runs untraced."""
     if _state.tracing is not None:
         return True
     if not wanted(environ):
@@ -121,7 +122,11 @@ def start(role: str, environ: Mapping[str, str] = os.environ) -> bool:
             EXTRA,
         )
         return False
-    _state.tracing = spans.Tracing.start(role)
+    try:
+        _state.tracing = spans.Tracing.start(role)
+    except ValueError as refused:  # a variable the SDK refuses (a queue size of 0, say)
+        log.error("tracing is off: OpenTelemetry refused its settings (%s)", refused)
+        return False
     logs.join_traces(_state.tracing.ids)
     return True
 

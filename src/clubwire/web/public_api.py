@@ -207,7 +207,18 @@ async def refuse_preflight(_request: Request) -> Response:
     raise problems.CrossOriginRefused()
 
 
-class _Preflight(Route):
+class _Route(Route):
+    """A route that names itself in the scope (``scope["route"]``), as FastAPI's own do: the
+    request's span reads its template there."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child_scope = super().matches(scope)
+        if match is not Match.NONE:
+            child_scope["route"] = self
+        return match, child_scope
+
+
+class _Preflight(_Route):
     """A browser's CORS preflight (``OPTIONS`` with ``Origin`` and
     ``Access-Control-Request-Method``) to any path of the API; any other request passes by."""
 
@@ -233,8 +244,8 @@ def routes(settings: Settings, prefix: str) -> list[BaseRoute]:
         return Response(body, media_type="application/json")
 
     return [
-        Route(prefix + PROGRAMS_PATH, Programs(), methods=["GET"]),
-        Route(prefix + DOCUMENT_PATH, document, methods=["GET"]),
+        _Route(prefix + PROGRAMS_PATH, Programs(), methods=["GET"]),
+        _Route(prefix + DOCUMENT_PATH, document, methods=["GET"]),
         _Preflight(prefix + "/api/{path:path}", refuse_preflight, methods=["OPTIONS"]),
     ]
 
