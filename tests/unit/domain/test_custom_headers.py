@@ -43,6 +43,7 @@ def test_parse_reads_name_and_value_as_http_does(line: str, expected: Header) ->
         "Connection", "user-agent", "Accept-Encoding", "X-Service-Signature", "x-service-anything",
         "webhook-id", "Webhook-Signature", "Keep-Alive", "Proxy-Authenticate",
         "Proxy-Authorization", "TE", "Trailer", "Upgrade", "Proxy-Connection", "Expect",
+        "traceparent", "TraceState",
     ],
 )  # fmt: skip
 def test_reserved_names_are_refused_in_any_case_saying_why(name: str) -> None:
