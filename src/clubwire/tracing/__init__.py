@@ -105,20 +105,20 @@ def wanted(environ: Mapping[str, str] = os.environ) -> bool:
     return any(environ.get(name, "").strip() for name in ENDPOINT_VARIABLES)
 
 
-def start(role: str, environ: Mapping[str, str] = os.environ) -> bool:
+def start(role: str) -> bool:
     """Trace this process (``role``: serve, worker or demo) if the variables ask for it and
     the extra is installed; whether it is traced. Tracing never stops a process: without
     the extra, or with a variable the SDK refuses, it says so in one line and runs untraced."""
     if _state.tracing is not None:
         return True
-    if not wanted(environ):
+    if not wanted():
         return False
     try:
         from clubwire.tracing import spans
     except ImportError:
         log.warning(
             "%s is set but OpenTelemetry is not installed (%s): no traces are sent",
-            next(name for name in ENDPOINT_VARIABLES if environ.get(name, "").strip()),
+            next(name for name in ENDPOINT_VARIABLES if os.environ.get(name, "").strip()),
             EXTRA,
         )
         return False
