@@ -103,3 +103,18 @@ def test_the_sdks_complaints_come_once_a_minute_each(monkeypatch: pytest.MonkeyP
         True,
         True,
     ]
+
+
+def test_another_protocol_asked_for_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    with capturing(monkeypatch, "info") as captured:
+        try:
+            assert tracing.start("worker")
+        finally:
+            tracing.stop()
+    (line,) = captured.lines()
+    assert line["level"] == "warning"
+    assert line["message"] == (
+        "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not followed: spans go by OTLP/HTTP (http/protobuf)"
+    )

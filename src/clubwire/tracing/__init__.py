@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 EXTRA = "pip install 'clubwire[otel]'"
+PROTOCOL = "http/protobuf"
+PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 
 
 class Served(Protocol):
@@ -113,6 +115,7 @@ def start(role: str) -> bool:
         return True
     if not wanted():
         return False
+    _warn_of_another_protocol()
     try:
         from clubwire.tracing import spans
     except ImportError:
@@ -129,6 +132,15 @@ def start(role: str) -> bool:
         return False
     logs.join_traces(_state.tracing.ids)
     return True
+
+
+def _warn_of_another_protocol() -> None:
+    """One line if the variables ask for a protocol other than the one spans go by."""
+    for name in PROTOCOL_VARIABLES:
+        asked = os.environ.get(name, "").strip()
+        if asked and asked != PROTOCOL:
+            log.warning("%s=%s is not followed: spans go by OTLP/HTTP (%s)", name, asked, PROTOCOL)
+            return
 
 
 def stop() -> None:
