@@ -1,5 +1,7 @@
 """One world for the docs' examples: a real ``clubwire serve`` on SQLite, seeded with the clubs,
-programs and keys the docs show, and one real signed delivery received over HTTPS.
+programs and keys the docs show, and one real signed delivery received over HTTPS. The server
+is traced into a real OTLP/HTTP collector (``tests.collector``), so the delivery carries a
+``traceparent`` as a traced operator's would.
 
 The examples read their inputs from ``example_env``: ``CLUB_BASE_URL``, ``CLUBWIRE_API_KEY``,
 ``WEBHOOK_SECRET`` (and ``CLUBWIRE_DATABASE_URL`` etc., so ``clubwire`` commands see the same
@@ -25,6 +27,7 @@ from clubwire.services.club_api import keys
 from clubwire.services.delivery import events as event_service
 from clubwire.storage import database, migrate
 from tests.browser import live_server
+from tests.collector import Collector, collecting
 from tests.conftest import SECRET_KEY, make_settings
 from tests.factories import EPOCH, make_club, make_key, make_program
 from tests.receiver import Received, authority, serving
@@ -70,6 +73,7 @@ class World:
     secret: str
     delivery: Received
     folder: Path
+    collector: Collector  # what the server traced
 
     def env(self, settings_env: dict[str, str]) -> dict[str, str]:
         return {
@@ -109,7 +113,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     migrate.upgrade(engine)
     sessions = database.sessions(engine)
     tls = authority(folder)
-    with serving(tls, WEBHOOK_PATH) as receiver:
+    with serving(tls, WEBHOOK_PATH) as receiver, collecting() as collector:
         with sessions.begin() as session:
             granite = make_club(session, SLUG, name="Granite Curling Club")
             for program_id, overrides in PROGRAMS.items():
@@ -124,7 +128,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             _, secret = endpoints.create_endpoint(
                 session, granite, receiver.url, event_catalog.SUBSCRIBABLE, EPOCH, settings
             )
-        with live_server.serve(settings, folder, tls.bundle) as server:
+        traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+        with live_server.serve(settings, folder, tls.bundle, traced) as server:
             with sessions.begin() as session:
                 now = datetime.now(UTC)
                 data = event_catalog.sample("registration.created", now)
@@ -143,6 +148,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 secret=secret,
                 delivery=delivery,
                 folder=folder,
+                collector=collector,
             )
     engine.dispose()
 

@@ -2,13 +2,15 @@
 
 ``python`` and ``js`` blocks run one by one; a document's ``sh`` blocks run together as one
 script (docs/operations.md's against PostgreSQL, in test_operations.py). A ``receiver`` block
-must accept a real signed delivery, and a copy of it, and refuse forged and stale ones.
+must accept a real signed delivery, and a copy of it, and refuse forged and stale ones. The
+receivers' guide's traced receiver must join the trace of a real traced delivery.
 """
 
 from __future__ import annotations
 
 import base64
 import http.client
+import json
 import subprocess
 import sys
 import time
@@ -31,6 +33,22 @@ FORWARDED = ("Content-Type", "User-Agent", "X-Service-Event", "X-Service-Deliver
 SIGNED = (signing.HEADER, *standard_signing.HEADERS)
 
 SHELL_ELSEWHERE = {"operations.md": "runs against PostgreSQL in test_operations.py"}
+TRACED_RECEIVER = "traced_receiver.py"  # docs/receiving-webhooks.md, "Traces: `traceparent`"
+# Runs the guide's ``handle`` on a delivery's headers and event (argv), and prints the span it
+# made: its trace id and its parent's span id.
+JOIN = """
+import json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import traced_receiver
+spans = InMemorySpanExporter()
+trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(spans))
+traced_receiver.handle(json.loads(sys.argv[1]), json.loads(sys.argv[2]))
+(span,) = spans.get_finished_spans()
+print(json.dumps({"name": span.name, "trace_id": f"{span.context.trace_id:032x}",
+                  "parent_id": f"{span.parent.span_id:016x}"}))
+"""
 
 
 def _scripts() -> list[markdown.Block]:
@@ -95,6 +113,32 @@ def test_example_runs(
 def test_shell_examples_run(doc: Path, example_env: dict[str, str], tmp_path: Path) -> None:
     output = run_shell(doc, example_env, tmp_path)
     assert output.strip(), f"the shell examples of {doc.name} printed nothing"
+
+
+def test_the_traced_receiver_joins_the_deliverys_trace(world: World, tmp_path: Path) -> None:
+    """The guide's ``handle``, given a real delivery's headers, makes its span a child of the
+    attempt's ``POST`` span, in the event's trace, as the collector got them."""
+    (doc,) = {b.doc for b in markdown.all_blocks() if b.file == TRACED_RECEIVER}
+    folder = workdir(doc, tmp_path)
+    (folder / "join.py").write_text(JOIN, encoding="utf-8")
+    headers = world.delivery.headers
+    event = json.loads(world.delivery.body)
+    done = subprocess.run(
+        [sys.executable, "join.py", json.dumps(headers), json.dumps(event)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    joined = json.loads(done.stdout)
+    _, trace_id, span_id, _ = headers["traceparent"].split("-")
+    made = {"name": f"handle {event['event']}", "trace_id": trace_id, "parent_id": span_id}
+    assert joined == made
+    spans = world.collector.wait_for(lambda spans: any(s.span_id == span_id for s in spans))
+    (post,) = (span for span in spans if span.span_id == span_id)
+    assert (post.name, post.kind, post.trace_id) == ("POST", "SPAN_KIND_CLIENT", trace_id)
 
 
 # --------------------------------------------------------------------------- receivers
