@@ -40,7 +40,7 @@ DEFAULT_SERVICE = "clubwire"
 SHUTDOWN_WAIT = 5.0  # seconds a stopping process waits for its last spans to leave
 COMPLAINTS_EVERY = 60.0  # seconds between two log lines of the SDK saying the same thing
 _SERVER_ERROR = 500
-_CLIENT_ERROR = 400
+_REDIRECT = 300
 _HEADERS = {b"traceparent": "traceparent", b"tracestate": "tracestate"}
 _propagator = TraceContextTextMapPropagator()
 
@@ -209,10 +209,10 @@ class _Attempted:
             return
         if status is not None:
             post.set_attribute("http.response.status_code", status)
-        if status is not None and status >= _CLIENT_ERROR:
-            failed: str | None = str(status)
+        if status is not None and status >= _REDIRECT:  # not followed: a failure
+            failed: str | None = str(status)  # a status as its type, as the conventions ask
         else:
-            failed = logs.unquoted(error, quoted)
+            failed = logs.unquoted(error, quoted)  # a class of failure in a few words
         if failed is not None:
             post.set_attribute("error.type", failed)
             post.set_status(StatusCode.ERROR)

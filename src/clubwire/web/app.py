@@ -94,6 +94,9 @@ def create_app(
         lifespan=lifespan,
         docs_url="/docs",
         redoc_url=None,
+        # FastAPI's own OpenTelemetry spans stay off whatever sets a global provider: they
+        # record query strings and continue any caller's trace (clubwire.tracing, ADR 0018).
+        telemetry={"tracing": False, "metrics": False, "logs": False, "auto_configure": False},
     )
     problems.install(app)
     app.add_middleware(unstorable.Refuse)  # NUL in a path, query or Host: 422
@@ -101,7 +104,9 @@ def create_app(
     ui.install(app)
     app.router.routes.extend(ops.routes(settings))
     app.add_middleware(body_limit.BodyLimit, max_bytes=settings.max_request_bytes)
-    app.add_middleware(telemetry.RequestTelemetry, metrics=metrics)
+    app.add_middleware(
+        telemetry.RequestTelemetry, metrics=metrics, platform_token=settings.platform_token
+    )
     app.router.routes[:0] = _public_routes(settings)
     public = public_api.describe()
     app.openapi = lambda: openapi.service_document(app, public, settings)  # type: ignore[method-assign]

@@ -12,10 +12,12 @@ import re
 from contextlib import AbstractContextManager
 from time import perf_counter
 
+from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clubwire import logs, tracing
 from clubwire.services.metrics import Metrics
+from clubwire.web import bearer
 from clubwire.web.ui import urls
 
 KEY_PREFIX = "clubwire.key_prefix"  # scope entry: the public prefix of the presented API key
@@ -40,9 +42,13 @@ def redacted(text: str) -> str:
 
 
 class RequestTelemetry:
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    """``platform_token``: a request to the internal API that holds it continues the trace
+    its ``traceparent`` names (with tracing on)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, platform_token: SecretStr | None) -> None:
         self.app = app
         self._counts = metrics.requests
+        self._platform_token = platform_token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -62,7 +68,7 @@ class RequestTelemetry:
                 message["headers"] = [*headers, (REQUEST_ID, request_id.encode())]
             await send(message)
 
-        with _span(scope, kind) as span:
+        with self._span(scope, kind) as span:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
@@ -72,16 +78,26 @@ class RequestTelemetry:
                     seconds = perf_counter() - started
                     logs.event("request", _line(scope, request_id, status, seconds))
 
+    def _span(self, scope: Scope, kind: str) -> AbstractContextManager[tracing.Served]:
+        """The request's span: the platform's requests (to the internal API, with its
+        token) continue its trace; any other begins one; health, metrics and docs are not
+        traced."""
+        if kind == "other" or not tracing.on():
+            return tracing.NOT_TRACED
+        path = scope["path"]
+        if "cw_live_" in path or "whsec_" in path:
+            path = redacted(path)
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        continued = kind == "internal" and bearer.holds(
+            _authorization(headers), self._platform_token
+        )
+        return tracing.serving(scope["method"], path, headers, continued)
 
-def _span(scope: Scope, kind: str) -> AbstractContextManager[tracing.Served]:
-    """The request's span: the platform's (internal) requests continue its trace; the API's
-    and the settings area's begin one; the rest (health, metrics, docs) are not traced."""
-    if kind == "other" or not tracing.on():
-        return tracing.NOT_TRACED
-    path = scope["path"]
-    if "cw_live_" in path or "whsec_" in path:
-        path = redacted(path)
-    return tracing.serving(scope["method"], path, scope["headers"], continued=kind == "internal")
+
+def _authorization(headers: list[tuple[bytes, bytes]]) -> str | None:
+    found = (value for name, value in headers if name == b"authorization")
+    value = next(found, None)
+    return None if value is None else value.decode("latin-1")
 
 
 def _route(scope: Scope) -> str | None:

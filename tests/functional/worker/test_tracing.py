@@ -197,7 +197,7 @@ def test_a_bad_traceparent_begins_a_trace_of_its_own(
 ) -> None:
     add_endpoint(sessions, hooks, "https://hooks.example/in")
     event_id = _publish(hooks, {b"traceparent": traceparent.encode()})  # as any bytes come
-    spans = collector.wait_for(lambda spans: any(s.name.startswith("publish") for s in spans))
+    spans = collector.wait_for(lambda spans: len(spans) == 2)  # the request's, the publish's
     published = _one([span for span in spans if span.name.startswith("publish")])
     assert published.attributes["clubwire.event.id"] == event_id
     served = _one([span for span in spans if span.kind == "SPAN_KIND_SERVER"])
@@ -207,6 +207,24 @@ def test_a_bad_traceparent_begins_a_trace_of_its_own(
         stored = session.get_one(Event, event_id).traceparent
     assert stored is not None
     assert stored.split("-")[1] == served.trace_id
+
+
+@pytest.mark.parametrize("authorization", [b"", b"Bearer not-the-platform-token"])
+def test_only_the_platform_continues_its_trace(
+    collector: Collector, hooks: Settings, authorization: bytes
+) -> None:
+    """Whoever reaches the internal API without the platform's token cannot place its
+    requests in a trace of its choosing (nor have them sampled)."""
+    headers = {b"traceparent": TRACEPARENT.encode()}
+    if authorization:
+        headers[b"authorization"] = authorization
+    with TestClient(create_app(hooks), raise_server_exceptions=False) as client:
+        answer = client.post(PUBLISH, json={}, headers=headers)
+    assert answer.status_code == 401
+    spans = collector.wait_for(lambda spans: len(spans) >= 1)
+    served = _one([span for span in spans if span.kind == "SPAN_KIND_SERVER"])
+    assert (served.parent_id, served.attributes["http.response.status_code"]) == ("", 401)
+    assert served.trace_id != PLATFORM_TRACE
 
 
 def test_the_club_api_begins_a_trace_of_its_own(
