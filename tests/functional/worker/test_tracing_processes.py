@@ -13,17 +13,19 @@ from __future__ import annotations
 import shutil
 import signal
 import urllib.request
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import orjson
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.storage import database
 from tests.collector import Collected, Collector, collecting
 from tests.conftest import PLATFORM_TOKEN, make_settings
 from tests.factories import registration
-from tests.functional.processes import Clubwire, clubwire, wait_for
+from tests.functional.processes import Clubwire, clubwire, environment, wait_for
 from tests.functional.workers import READY, add_endpoint, worker_environment
 from tests.ports import free_port
 from tests.receiver import Receiver, authority, serving
@@ -89,17 +91,28 @@ def one(spans: list[Collected], name: str) -> Collected:
     return found[0]
 
 
-def attempt_lines(err: str) -> list[dict[str, object]]:
+def event_lines(err: str, event: str) -> list[dict[str, object]]:
+    """Standard error's event lines of the kind ``event`` (``attempt``, ``request``)."""
     lines = [orjson.loads(line) for line in err.splitlines() if line.startswith("{")]
-    return [line for line in lines if line.get("event") == "attempt"]
+    return [line for line in lines if line.get("event") == event]
 
 
-def endpoint(url: str, home: Path, receiver: Receiver) -> None:
-    """Granite, and an endpoint of it for ``KIND`` at ``receiver``."""
+def sqlite_database(sqlite_template: Path, folder: Path) -> str:
+    """A migrated SQLite database of the test's own, in ``folder``; its URL."""
+    shutil.copyfile(sqlite_template, folder / "clubwire.db")
+    return f"sqlite:///{folder / 'clubwire.db'}"
+
+
+@contextmanager
+def club(url: str, home: Path, receiver: Receiver) -> Iterator[sessionmaker[Session]]:
+    """The database's sessions, with granite and an endpoint of it for ``KIND`` at
+    ``receiver`` in it."""
     settings = make_settings(url, home, allow_private_targets=True)
     engine = database.engine_for(settings)
     try:
-        add_endpoint(database.sessions(engine), settings, receiver.url)
+        sessions = database.sessions(engine)
+        add_endpoint(sessions, settings, receiver.url)
+        yield sessions
     finally:
         engine.dispose()
 
@@ -132,7 +145,7 @@ def test_serve_and_worker_write_one_trace_on_postgresql(
     minute), so that every span proves that SIGTERM sends what waits before the exit."""
     tls = authority(tmp_path)
     with collecting() as collector, serving(tls) as receiver, ExitStack() as stack:
-        endpoint(postgres_database, tmp_path, receiver)
+        stack.enter_context(club(postgres_database, tmp_path, receiver))
         env = worker_environment(
             postgres_database, tls.bundle, CLUBWIRE_PLATFORM_TOKEN=PLATFORM_TOKEN
         )
@@ -143,7 +156,7 @@ def test_serve_and_worker_write_one_trace_on_postgresql(
 
         event_id = publish(port, traceparent=TRACEPARENT)
         receiver.wait_for(1)
-        worker.until(attempt_lines, "the attempt's log line", stream="err")
+        worker.until(lambda err: event_lines(err, "attempt"), "an attempt line", stream="err")
         assert collector.requests == 0
         stop(worker)
         stop(server)
@@ -156,19 +169,20 @@ def test_serve_and_worker_write_one_trace_on_postgresql(
             role,
             "clubwire",
         ), name
-    (line,) = attempt_lines(worker.err)
+    (line,) = event_lines(worker.err, "attempt")
     assert (line["trace_id"], line["span_id"]) == (PLATFORM_TRACE, named[DELIVERED].span_id)
+    (line,) = [line for line in event_lines(server.err, "request") if line["method"] == "POST"]
+    assert (line["trace_id"], line["span_id"]) == (PLATFORM_TRACE, named[SERVED].span_id)
 
 
 def test_serve_alone_writes_the_whole_trace_on_sqlite(
     sqlite_template: Path, tmp_path: Path
 ) -> None:
     """On SQLite serve delivers too: every span is serve's, named as OTEL_SERVICE_NAME says."""
-    shutil.copyfile(sqlite_template, tmp_path / "clubwire.db")
-    url = f"sqlite:///{tmp_path / 'clubwire.db'}"
+    url = sqlite_database(sqlite_template, tmp_path)
     tls = authority(tmp_path)
     with collecting() as collector, serving(tls) as receiver, ExitStack() as stack:
-        endpoint(url, tmp_path, receiver)
+        stack.enter_context(club(url, tmp_path, receiver))
         env = worker_environment(url, tls.bundle, CLUBWIRE_PLATFORM_TOKEN=PLATFORM_TOKEN)
         env = traced(env, collector, OTEL_SERVICE_NAME="club-hooks")
         server, port = serve(stack, tmp_path, env)
@@ -179,4 +193,40 @@ def test_serve_alone_writes_the_whole_trace_on_sqlite(
     named = assert_one_delivery_traced(spans, receiver, event_id)
     assert {(s.resource["clubwire.role"], s.resource["service.name"]) for s in named.values()} == {
         ("serve", "club-hooks")
+    }
+
+
+def test_the_demo_traces_what_it_publishes_and_delivers(tmp_path: Path) -> None:
+    """``make demo`` with the variables set: its events' traces, from the publish (a root:
+    no request comes before it) to the record, each span the demo's."""
+
+    def traces(spans: list[Collected]) -> list[tuple[Collected, Collected, Collected]]:
+        """Each record there with its attempt and its publish."""
+        by_id = {span.span_id: span for span in spans}
+        found = []
+        for record in (span for span in spans if span.name == "record"):
+            attempt = by_id.get(record.parent_id)
+            published = attempt and by_id.get(attempt.parent_id)
+            if attempt is not None and published is not None:
+                found.append((published, attempt, record))
+        return found
+
+    with collecting() as collector:
+        # Its receiver is slow now and then (2 to 4 s): a stop then waits for the attempt
+        # in flight, for 1 s at most here.
+        env = traced(environment(tmp_path / "home", CLUBWIRE_ATTEMPT_TIMEOUT="1"), collector)
+        port = str(free_port())
+        with clubwire(tmp_path, env, "demo", "--port", port, "--interval", "0.1") as demo:
+            spans = collector.wait_for(lambda spans: bool(traces(spans)))
+            assert demo.interrupt() == 0, demo.err
+        assert demo.out.rstrip().endswith("clubwire demo: stopped."), demo.out
+        assert "Traceback" not in demo.err, demo.err
+
+    published, attempt, record = traces(spans)[0]
+    assert (published.kind, published.parent_id) == ("SPAN_KIND_PRODUCER", "")
+    assert published.name == f"publish {published.attributes['clubwire.event.kind']}"
+    assert attempt.name == f"deliver {published.attributes['clubwire.event.kind']}"
+    assert {record.trace_id, attempt.trace_id} == {published.trace_id}
+    assert {(s.resource["clubwire.role"], s.resource["service.name"]) for s in spans} == {
+        ("demo", "clubwire")
     }
