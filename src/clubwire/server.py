@@ -54,7 +54,9 @@ def _serve(settings: Settings, host: str, port: int, services: Sequence[Service]
     # collections under load stay short (they took 50-60 ms before; bench/api.py).
     gc.collect()
     gc.freeze()
-    # uvicorn raises the Ctrl-C it handled again once it has shut down: a clean stop.
+    # uvicorn raises the Ctrl-C or SIGTERM it handled again once it has shut down: a clean
+    # stop, the last spans sent (SIGTERM's default would end the process before ``traced``).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.suppress(KeyboardInterrupt):
         _Server(config).run()
 
