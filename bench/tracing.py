@@ -16,7 +16,9 @@ a round, ``--rounds``), and reports the median of each round's on/off ratio:
 - **api**: ``GET /clubs/granite/api/v1/programs`` (the club API, 50 programs, as
   ``bench/api.py`` serves it, on a database of its own), one ``clubwire serve`` process a run,
   started with or without the variables, warmed up for 2 s, then driven by wrk for
-  ``--seconds`` with ``--connections``; requests/s, and the server's CPU time per request;
+  ``--seconds`` with ``--connections``; requests/s, the server's CPU time per request and
+  wrk's p99. The server is stopped with SIGINT (``stop_sending``): stopped with SIGTERM,
+  ``clubwire serve`` ends before it sends its last spans;
 - **delivery**: ``--events`` events published to the busy club's ``--endpoints`` healthy
   endpoints while no worker runs (with tracing on, published traced, so that every attempt
   continues its event's trace, as behind a traced platform), then one ``clubwire worker``
@@ -29,11 +31,13 @@ The collector is ``bench/otlp_collector.py``, started by this script in a proces
 share from the runs with tracing on, so the CPU per unit is the steadier figure for the
 traced process's own cost). It answers 200 to every export and counts the spans by the
 exporting process's role and the span's name; each run's spans are read after its traced
-process stopped (which sends what waits). Each table shows the spans received in the runs
+process stopped (which sends what waits). The runs are in the order delivery, API,
+publish; within a round, off before on. Each table shows the spans received in the runs
 with tracing on against those expected (one ``publish`` per event; one server span per
-request wrk completed, its warm-up's and the readiness check's; one ``deliver``, ``POST``
-and ``record`` per delivery, and the backlog's ``publish`` spans): fewer means the SDK
-dropped some (its queue was full). The runs with tracing off must send none.
+request wrk completed, its warm-up's and the readiness check's, so a few more arrive: those
+in flight when wrk stopped; one ``deliver``, ``POST`` and ``record`` per delivery, and the
+backlog's ``publish`` spans): fewer means the SDK dropped some (its queue was full, or the
+process ended before sending them). The runs with tracing off must send none.
 
 The last lines are ``tracing <publish|api|delivery> ratio <on/off>`` (the lower of the
 databases, two decimals; below 1 is what tracing costs), and ``tracing spans <received>
@@ -43,7 +47,7 @@ off sent spans.
 Run from the repository root: ``.venv/bin/python bench/tracing.py [--database
 sqlite|postgresql|both] [--rounds 3] [--events 2000] [--endpoints 5] [--seconds 5]
 [--connections 64] [--parts publish,api,delivery]``; about two minutes a database with the
-defaults on this machine (2 cores). Needs wrk (for the API) and the otel extra (in dev).
+defaults on this machine (2 cores; 4.5 minutes for both). Needs wrk (for the API) and the otel extra (in dev).
 PostgreSQL databases are made and dropped as in ``bench/delivery.py`` (``--postgres-url``).
 """
 
@@ -61,7 +65,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +203,7 @@ class Measured:
     cpu_seconds: float | None
     expected: dict[str, int]
     lost: int = 0  # deliveries that never arrived
+    p99_ms: float | None = None  # the latency's 99th percentile, where the load generator tells
 
 
 @dataclass(frozen=True)
@@ -266,10 +272,8 @@ class Part:
         """Each round's CPU per unit with tracing on over the CPU per unit with it off."""
         found = []
         for on, off in zip(self.on, self.off, strict=True):
-            traced, untraced = (
-                on.per_unit(on.measured.cpu_seconds),
-                off.per_unit(off.measured.cpu_seconds),
-            )
+            traced = on.per_unit(on.measured.cpu_seconds)
+            untraced = off.per_unit(off.measured.cpu_seconds)
             if traced is not None and untraced:
                 found.append(traced / untraced)
         return found
@@ -339,7 +343,7 @@ def serving(api: ApiBed, options: Options) -> Body:
         requests = 1 + warm.requests + run.requests  # the readiness check's, the warm-up's
         expected = {} if collector is None else {"serve GET": requests}
         cpu = None if before is None or after is None else after - before
-        return Measured(run.requests_per_second, run.requests, cpu, expected)
+        return Measured(run.requests_per_second, run.requests, cpu, expected, p99_ms=run.p99_ms)
 
     return body
 
@@ -412,92 +416,80 @@ def bench_database(
 
 # -- the report -------------------------------------------------------------------------------
 
-TITLES = {
-    "publish": "publish",
-    "api": "API GET",
-    "delivery": "delivery",
-}
+TITLES = {"publish": "publish", "api": "API GET", "delivery": "delivery"}
 
 
-def median_of(values: list[float | None]) -> float | None:
+def median_of(values: Iterable[float | None]) -> float | None:
     found = [value for value in values if value is not None]
     return statistics.median(found) if found else None
 
 
-def number(value: float | None, width: int = 8) -> str:
-    return f"{'-':>{width}}" if value is None else f"{value:>{width},.0f}"
+def number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if value < 100 and value != int(value) else f"{value:,.0f}"
 
 
 def shown(values: list[float]) -> str:
     return " · ".join(f"{value:.2f}" for value in values)
 
 
-def part_rows(part: Part) -> Iterator[tuple[str, str, str]]:
-    """(label, off → on, notes) rows of one part."""
-    title = TITLES[part.name]
+def part_rows(part: Part) -> Iterator[tuple[str, float | None, float | None, str]]:
+    """(what, off, on, notes) rows of one part: medians of its runs."""
 
-    def medians(values: Callable[[Run], float | None]) -> str:
-        off, on = (
-            median_of([values(run) for run in part.off]),
-            median_of([values(run) for run in part.on]),
-        )
-        return f"{number(off)} → {number(on)}"
+    def medians(value: Callable[[Run], float | None]) -> tuple[float | None, float | None]:
+        return median_of(map(value, part.off)), median_of(map(value, part.on))
 
-    ratios = part.ratios()
     rates = " · ".join(
-        f"{run.measured.rate:,.0f}/{on.measured.rate:,.0f}"
-        for run, on in zip(part.off, part.on, strict=True)
+        f"{off.measured.rate:,.0f}/{on.measured.rate:,.0f}"
+        for off, on in zip(part.off, part.on, strict=True)
     )
-    yield (
-        f"{title}, {part.rate_unit}",
-        medians(lambda run: run.measured.rate),
-        f"on/off {part.ratio():.2f} (rounds {shown(ratios)}; off/on {rates})",
-    )
+    ratios = f"on/off {part.ratio():.2f} (rounds {shown(part.ratios())}; off/on {rates})"
+    yield (part.rate_unit, *medians(lambda run: run.measured.rate), ratios)
     cpu = part.cpu_ratios()
     cpu_note = f"on/off {statistics.median(cpu):.2f} (rounds {shown(cpu)})" if cpu else "unknown"
     yield (
-        f"{title}, CPU µs/{part.unit}",
-        medians(lambda run: run.per_unit(run.measured.cpu_seconds)),
-        f"{cpu_note}; {part.cpu_of}",
+        f"CPU µs/{part.unit}",
+        *medians(lambda run: run.per_unit(run.measured.cpu_seconds)),
+        f"{cpu_note}: {part.cpu_of}",
     )
     yield (
-        f"{title}, collector µs/{part.unit}",
-        medians(lambda run: run.per_unit(run.collector_seconds)),
-        "the collector's CPU time (its own process) for the run's spans",
+        "collector µs",
+        *medians(lambda run: run.per_unit(run.collector_seconds)),
+        f"per {part.unit}: the collector's CPU (its own process) for the run's spans",
     )
-    yield (f"{title}, spans", spans_cell(part), spans_note(part))
+    p99 = medians(lambda run: run.measured.p99_ms)
+    if p99 != (None, None):
+        yield ("p99 ms", *p99, "wrk's latency, 99th percentile")
+    received = sum(run.received for run in part.off), sum(run.received for run in part.on)
+    yield ("spans", *received, spans_note(part))
     if part.lost:
-        yield (f"{title}, LOST", f"{part.lost:>8,}", "deliveries that never arrived")
-
-
-def spans_cell(part: Part) -> str:
-    off = sum(run.received for run in part.off)
-    on = sum(run.received for run in part.on)
-    return f"{number(off)} → {number(on)}"
+        yield ("LOST", None, part.lost, "deliveries that never arrived")
 
 
 def spans_note(part: Part) -> str:
     """The spans received with tracing on, by kind, against those expected."""
-    received: dict[str, int] = {}
-    expected: dict[str, int] = {}
+    received: Counter[str] = Counter()
+    expected: Counter[str] = Counter()
     for run in part.on:
-        for kind, count in run.spans.items():
-            received[kind] = received.get(kind, 0) + count
-        for kind, count in run.measured.expected.items():
-            expected[kind] = expected.get(kind, 0) + count
-    kinds = sorted(received.keys() | expected.keys())
+        received.update(run.spans)
+        expected.update(run.measured.expected)
     each = ", ".join(
-        f"{kind} {received.get(kind, 0):,} of {expected.get(kind, 0):,}" for kind in kinds
+        f"{kind} {received[kind]:,} of {expected[kind]:,}"
+        for kind in sorted(received.keys() | expected.keys())
     )
     dropped = sum(run.dropped for run in part.on)
-    return f"received, all runs; on: {each}; dropped {dropped:,}"
+    return f"dropped {dropped:,} (all runs; received of expected: {each})"
 
 
 def report(result: Result) -> None:
-    print(f"\n{result.database}{'':<26}off → on (medians of runs)")
+    """One table: each part's medians with tracing off and on, and the ratios."""
+    print(f"\n{result.database:<32} {'off':>9} {'on':>9}")
     for part in result.parts:
-        for label, cell, note in part_rows(part):
-            print(f"  {label:<28} {cell:>19}   {note}")
+        title = TITLES[part.name]
+        for what, off, on, note in part_rows(part):
+            print(f"  {title:<10} {what:<19} {number(off):>9} {number(on):>9}   {note}")
+            title = ""
 
 
 def report_setup(options: Options) -> None:
