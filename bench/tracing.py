@@ -47,8 +47,9 @@ off sent spans.
 Run from the repository root: ``.venv/bin/python bench/tracing.py [--database
 sqlite|postgresql|both] [--rounds 3] [--events 2000] [--endpoints 5] [--seconds 5]
 [--connections 64] [--parts publish,api,delivery]``; about two minutes a database with the
-defaults on this machine (2 cores; 4.5 minutes for both). Needs wrk (for the API) and the otel extra (in dev).
-PostgreSQL databases are made and dropped as in ``bench/delivery.py`` (``--postgres-url``).
+defaults on this machine (2 cores; 4.5 minutes for both). Needs wrk (for the API) and the
+otel extra (in dev). PostgreSQL databases are made and dropped as in ``bench/delivery.py``
+(``--postgres-url``).
 """
 
 from __future__ import annotations
