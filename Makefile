@@ -40,6 +40,7 @@ bench: $(READY)
 	$(PYTHON) bench/retries.py
 	$(PYTHON) bench/throttling.py
 	$(PYTHON) bench/erasure.py
+	$(PYTHON) bench/tracing.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

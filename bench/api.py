@@ -47,13 +47,22 @@ from typing import NamedTuple
 
 from pydantic import SecretStr
 
+import testbed
 from clubwire.domain import program_wire, scopes
 from clubwire.services import clubs, programs
 from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage import database, migrate
-from harness import HOST, START_TIMEOUT, BenchError, Process, exit_status, free_ports, start
-from testbed import postgres_database
+from harness import (
+    HOST,
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    BenchError,
+    Process,
+    exit_status,
+    free_ports,
+    start,
+)
 
 PROG = "bench/api.py"
 SLUG = "granite"
@@ -212,6 +221,7 @@ class Run:
     p99_ms: float
     non_2xx: int
     socket_errors: int
+    requests: int = 0  # completed in the run
 
 
 @dataclass(frozen=True)
@@ -312,8 +322,10 @@ def child_environment(workdir: Path, secret_key: str, database_url: str) -> dict
     env.update(
         {
             "CLUBWIRE_DATABASE_URL": database_url,
-            # The limiter counts every request, as in production, but never refuses one here.
+            # The limiters count every request, as in production, but never refuse one here
+            # (the key's and, since issue 31, the club's).
             "CLUBWIRE_API_RATE_LIMIT": "1000000",
+            "CLUBWIRE_API_CLUB_RATE_LIMIT": "1000000",
             "CLUBWIRE_HOME": str(workdir),
             "CLUBWIRE_SECRET_KEY": secret_key,
         }
@@ -321,9 +333,16 @@ def child_environment(workdir: Path, secret_key: str, database_url: str) -> dict
     return env
 
 
-def start_ours(stack: ExitStack, env: dict[str, str], workdir: Path, port: int) -> Process:
+def start_ours(
+    stack: ExitStack,
+    env: dict[str, str],
+    workdir: Path,
+    port: int,
+    log: str = "clubwire.log",
+    stop_timeout: float = STOP_TIMEOUT,
+) -> Process:
     command = [sys.executable, "-m", "clubwire", "serve", "--host", HOST, "--port", str(port)]
-    return start(stack, command, env, workdir / "clubwire.log")
+    return start(stack, command, env, workdir / log, stop_timeout)
 
 
 def start_bare(
@@ -408,8 +427,10 @@ def run_wrk(target: Target, key: str, seconds: int, connections: int) -> Run:
 
 
 def parse_wrk(output: str) -> Run:
-    """Requests/s, p50 and p99 in ms, non-2xx responses and socket errors of wrk's report."""
+    """Requests/s, p50 and p99 in ms, non-2xx responses, socket errors and requests of wrk's
+    report."""
     rate = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.MULTILINE)
+    requests = re.search(r"^\s*(\d+) requests in ", output, re.MULTILINE)
     latencies = {pct: float(value) * _TO_MS[unit] for pct, value, unit in _LATENCY.findall(output)}
     if rate is None or set(latencies) != {"50", "99"}:
         raise BenchError(f"cannot read wrk's output:\n{output}")
@@ -421,6 +442,7 @@ def parse_wrk(output: str) -> Run:
         p99_ms=latencies["99"],
         non_2xx=int(non_2xx[1]) if non_2xx else 0,
         socket_errors=sum(int(n) for n in re.findall(r"\d+", sockets[1])) if sockets else 0,
+        requests=int(requests[1]) if requests else 0,
     )
 
 
@@ -496,11 +518,7 @@ def bench(options: Options) -> bool:
     for name in options.databases:
         with ExitStack() as stack:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-")))
-            database_url = (
-                f"sqlite:///{workdir / 'bench.db'}"
-                if name == "sqlite"
-                else postgres_database(stack, options.postgres_url)
-            )
+            database_url = testbed.database_url(stack, name, workdir, options.postgres_url)
             key, answer, targets = serve_both(stack, workdir, database_url)
             runs = measure(targets, key, options)
         ratio, ok = conclude(labels_for(answer, DATABASES[name]), runs, options)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -76,6 +78,27 @@ def start(
     process = Process(popen, log, stop_timeout)
     stack.callback(process.stop)
     return process
+
+
+def call(port: int, method: str, path: str) -> bytes:
+    """A plain HTTP request to a control port of a process we started (on HOST); its body."""
+    request = urllib.request.Request(f"http://{HOST}:{port}{path}", method=method)
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (local)
+        return bytes(response.read())
+
+
+def wait_answering(process: Process, probe: Callable[[], object], what: str) -> None:
+    """Call ``probe`` until it no longer raises OSError (the process answers on its port)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        process.check()
+        try:
+            probe()
+        except OSError:
+            time.sleep(0.1)
+        else:
+            return
+    raise BenchError(f"{what} did not start within {START_TIMEOUT:.0f} s")
 
 
 def exit_status(prog: str, bench: Callable[[], bool]) -> int:

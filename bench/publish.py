@@ -94,6 +94,13 @@ class Round:
         return self.cpu / self.events * 1e6
 
 
+def make_samples(count: int, rng: random.Random) -> Samples:
+    """``count`` events' kinds and sample data, every kind in turn."""
+    now = timestamps.utc_now()
+    kinds = (KINDS[n % len(KINDS)] for n in range(count))
+    return [(kind, event_catalog.sample(kind, now, rng)) for kind in kinds]
+
+
 def timed(
     bed: Bed, club_id: str, since: datetime, publish_all: Callable[[], None], count: int
 ) -> Round:
@@ -195,11 +202,7 @@ def run(name: str, workdir: Path, options: Runs) -> Result:
                 for n in range(options.endpoints)
             ]
             club_id = club.id
-        now = timestamps.utc_now()
-        samples = [
-            (kind, event_catalog.sample(kind, now, rng))
-            for kind in (KINDS[n % len(KINDS)] for n in range(options.events))
-        ]
+        samples = make_samples(options.events, rng)
         ours(bed, club_id, samples[: max(1, options.events // 10)])  # warm up
         ours_rounds, bare_rounds = [], []
         for _ in range(options.rounds):

@@ -22,7 +22,6 @@ import signal
 import ssl
 import sys
 import time
-import urllib.request
 from collections import defaultdict
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from typing import NamedTuple, cast
 import orjson
 import uvloop
 
-from harness import HOST, START_TIMEOUT, BenchError, Process, free_ports, start
+from harness import HOST, Process, call, free_ports, start, wait_answering
 
 PROG = "bench/receiver.py"
 # Roles besides healthy e0, e1, …
@@ -297,10 +296,7 @@ class Receiver:
         self._call("POST", "/reset")
 
     def _call(self, method: str, path: str) -> bytes:
-        url = f"http://{HOST}:{self.control}{path}"
-        request = urllib.request.Request(url, method=method)
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (local)
-            return bytes(response.read())
+        return call(self.control, method, path)
 
 
 def start_receiver(stack: ExitStack, workdir: Path, cert: Path, roles: list[str]) -> Receiver:
@@ -310,16 +306,8 @@ def start_receiver(stack: ExitStack, workdir: Path, cert: Path, roles: list[str]
     command += ["--control", str(control), "--ports", ",".join(map(str, ports))]
     process = start(stack, command, dict(os.environ), workdir / "receiver.log")
     receiver = Receiver(process, control, dict(zip(roles, ports, strict=True)))
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        process.check()
-        try:
-            receiver.counts()
-        except OSError:
-            time.sleep(0.1)
-        else:
-            return receiver
-    raise BenchError(f"the receiver did not start within {START_TIMEOUT:.0f} s")
+    wait_answering(process, receiver.counts, "the receiver")
+    return receiver
 
 
 def healthy_roles(count: int) -> list[str]:

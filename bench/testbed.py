@@ -106,13 +106,18 @@ def drop_postgres_database(admin_url: str, name: str) -> None:
         )
 
 
+def database_url(stack: ExitStack, name: str, workdir: Path, postgres_url: str) -> str:
+    """The URL of a database for a run: a SQLite file in ``workdir`` (``name`` sqlite), or a
+    fresh PostgreSQL database, dropped when the stack closes."""
+    if name == "sqlite":
+        return f"sqlite:///{workdir / 'bench.db'}"
+    return postgres_database(stack, postgres_url)
+
+
 def prepare_bed(stack: ExitStack, name: str, workdir: Path, tls: Tls, postgres_url: str) -> Bed:
     """A migrated database (a SQLite file in ``workdir``, or a fresh PostgreSQL database)."""
     workdir.mkdir()
-    if name == "sqlite":
-        url = f"sqlite:///{workdir / 'bench.db'}"
-    else:
-        url = postgres_database(stack, postgres_url)
+    url = database_url(stack, name, workdir, postgres_url)
     secret_key = secrets.token_urlsafe(30)
     settings = Settings(
         database_url=url,
