@@ -6,8 +6,10 @@ import logging
 import time
 
 import pytest
+from opentelemetry import trace as otel_trace
 
 from clubwire import logs, tracing
+from clubwire.domain.trace_context import TraceContext
 from clubwire.tracing import spans
 from tests.logcapture import capturing
 
@@ -118,3 +120,25 @@ def test_another_protocol_asked_for_is_named_in_one_line(monkeypatch: pytest.Mon
     assert line["message"] == (
         "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not followed: spans go by OTLP/HTTP (http/protobuf)"
     )
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "garbage",
+        "00-" + "0" * 32 + "-00f067aa0ba902b7-01",
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more",
+        "00-not-hex-01",
+    ],
+)
+def test_a_stored_context_not_of_clubwires_shape_begins_a_trace(stored: str) -> None:
+    assert spans._continued(TraceContext(stored)) is None
+
+
+def test_a_stored_context_is_continued_as_it_was_written() -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    continued = spans._continued(TraceContext(parent, "a=1,b=2"))
+    assert continued is not None
+    span = otel_trace.get_current_span(continued)
+    assert spans._context_of(span) == TraceContext(parent, "a=1,b=2")

@@ -14,6 +14,7 @@ most once a minute each (``_OncePerMinute``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -27,7 +28,16 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TraceState,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 import clubwire
@@ -90,38 +100,27 @@ class Tracing:
         self, method: str, path: str, headers: Sequence[tuple[bytes, bytes]], continued: bool
     ) -> Iterator[_Served]:
         parent = _extracted(headers) if continued else None
-        attributes = {"http.request.method": method, "url.path": path}
         with self._tracer.start_as_current_span(
-            method, context=parent, kind=SpanKind.SERVER, attributes=attributes
+            method, context=parent, kind=SpanKind.SERVER
         ) as span:
+            if span.is_recording():
+                span.set_attributes({"http.request.method": method, "url.path": path})
             yield _Served(span, method)
 
     @contextmanager
     def publishing(self, kind: str, club_id: str) -> Iterator[_Published]:
-        attributes = {"clubwire.event.kind": kind, "clubwire.club.id": club_id}
-        with self._tracer.start_as_current_span(
-            f"publish {kind}", kind=SpanKind.PRODUCER, attributes=attributes
-        ) as span:
+        with self._tracer.start_as_current_span(f"publish {kind}", kind=SpanKind.PRODUCER) as span:
+            if span.is_recording():
+                span.set_attributes({"clubwire.event.kind": kind, "clubwire.club.id": club_id})
             yield _Published(span)
 
     @contextmanager
     def attempting(self, job: Job, started: datetime) -> Iterator[_Attempted]:
-        parent = None if job.trace is None else _propagator.extract(job.trace.headers())
-        attributes: dict[str, str | int] = {
-            "clubwire.delivery.id": job.delivery_id,
-            "clubwire.event.id": event_catalog.id_of(job.body) or "",
-            "clubwire.event.kind": job.kind,
-            "clubwire.endpoint.id": job.endpoint_id,
-            "clubwire.club.id": job.club_id,
-            "clubwire.attempt": job.attempts_made + 1,
-            "clubwire.trigger": str(job.trigger),
-        }
-        if job.due_at is not None:
-            waited = max(0.0, (started - job.due_at).total_seconds())
-            attributes["clubwire.queue.wait_ms"] = int(waited * 1000)
         with self._tracer.start_as_current_span(
-            f"deliver {job.kind}", context=parent, kind=SpanKind.CONSUMER, attributes=attributes
+            f"deliver {job.kind}", context=_continued(job.trace), kind=SpanKind.CONSUMER
         ) as span:
+            if span.is_recording():
+                span.set_attributes(_attempt_attributes(job, started))
             attempted = _Attempted(self._tracer, span)
             try:
                 yield attempted
@@ -133,7 +132,7 @@ class Tracing:
         spans = [
             self._tracer.start_span(
                 "record",
-                context=_propagator.extract(result.trace.headers()),
+                context=_continued(result.trace),
                 attributes={
                     "clubwire.delivery.id": result.job.delivery_id,
                     "clubwire.delivery.status": str(result.verdict.status),
@@ -152,6 +151,21 @@ class Tracing:
         finally:
             for span in spans:
                 span.end()
+
+
+def _attempt_attributes(job: Job, started: datetime) -> dict[str, str | int]:
+    attributes: dict[str, str | int] = {
+        "clubwire.delivery.id": job.delivery_id,
+        "clubwire.event.id": event_catalog.id_of(job.body) or "",
+        "clubwire.endpoint.id": job.endpoint_id,
+        "clubwire.club.id": job.club_id,
+        "clubwire.attempt": job.attempts_made + 1,
+        "clubwire.trigger": str(job.trigger),
+    }
+    if job.due_at is not None:
+        waited = max(0.0, (started - job.due_at).total_seconds())
+        attributes["clubwire.queue.wait_ms"] = int(waited * 1000)
+    return attributes
 
 
 class _Served:
@@ -195,11 +209,10 @@ class _Attempted:
 
     def post_headers(self, url: str) -> Mapping[str, str]:
         self._post = self._tracer.start_span(
-            "POST",
-            context=trace.set_span_in_context(self._span),
-            kind=SpanKind.CLIENT,
-            attributes={"http.request.method": "POST", **_server_of(url)},
+            "POST", context=trace.set_span_in_context(self._span), kind=SpanKind.CLIENT
         )
+        if self._post.is_recording():
+            self._post.set_attributes(_server_of(url))
         found = _context_of(self._post)
         return {} if found is None else found.headers()
 
@@ -229,13 +242,15 @@ class _Attempted:
             self._span.set_status(StatusCode.ERROR)
 
 
+@functools.lru_cache(maxsize=4096)
 def _server_of(url: str) -> dict[str, str | int]:
-    """Where a request goes, as the conventions name it; never its path or query."""
+    """A request's method and where it goes, as the conventions name them; never its path
+    or query. Kept for each endpoint's URL (the span copies what it is given)."""
     try:
         parsed = yarl.URL(url)
     except ValueError:
-        return {}
-    found: dict[str, str | int] = {"url.scheme": parsed.scheme}
+        return {"http.request.method": "POST"}
+    found: dict[str, str | int] = {"http.request.method": "POST", "url.scheme": parsed.scheme}
     if parsed.host is not None:
         found["server.address"] = parsed.host
     if parsed.port is not None:
@@ -244,12 +259,35 @@ def _server_of(url: str) -> dict[str, str | int]:
 
 
 def _context_of(span: Span) -> TraceContext | None:
-    """A span's context as W3C text: its ``traceparent`` and the ``tracestate`` it carries."""
-    if not span.get_span_context().is_valid:
+    """A span's context as W3C text: its ``traceparent`` and the ``tracestate`` it carries
+    (written here, as the propagator writes them, at a fraction of its cost)."""
+    found = span.get_span_context()
+    if not found.is_valid:
         return None
-    carrier: dict[str, str] = {}
-    _propagator.inject(carrier, trace.set_span_in_context(span))
-    return TraceContext(carrier["traceparent"], trace_context.kept_state(carrier.get("tracestate")))
+    parent = f"00-{found.trace_id:032x}-{found.span_id:016x}-{found.trace_flags:02x}"
+    state = found.trace_state.to_header() if found.trace_state else None
+    return TraceContext(parent, trace_context.kept_state(state))
+
+
+def _continued(stored: TraceContext | None) -> context.Context | None:
+    """The context a stored ``traceparent`` names, to continue (None: none, or one not of
+    the shape clubwire writes, which then begins a trace)."""
+    if stored is None:
+        return None
+    try:
+        version, trace_id, span_id, flags = stored.traceparent.split("-")
+        found = SpanContext(
+            int(trace_id, 16),
+            int(span_id, 16),
+            is_remote=True,
+            trace_flags=TraceFlags(int(flags, 16)),
+            trace_state=TraceState.from_header([stored.tracestate]) if stored.tracestate else None,
+        )
+    except ValueError:
+        return None
+    if version != "00" or not found.is_valid:
+        return None
+    return trace.set_span_in_context(NonRecordingSpan(found))
 
 
 def _extracted(headers: Sequence[tuple[bytes, bytes]]) -> context.Context | None:
