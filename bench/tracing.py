@@ -17,8 +17,8 @@ a round, ``--rounds``), and reports the median of each round's on/off ratio:
   ``bench/api.py`` serves it, on a database of its own), one ``clubwire serve`` process a run,
   started with or without the variables, warmed up for 2 s, then driven by wrk for
   ``--seconds`` with ``--connections``; requests/s, the server's CPU time per request and
-  wrk's p99. The server is stopped with SIGINT (``stop_sending``): stopped with SIGTERM,
-  ``clubwire serve`` ends before it sends its last spans;
+  wrk's p99. The server is stopped with SIGINT (``stop_sending``), and sends its last
+  spans as it stops;
 - **delivery**: ``--events`` events published to the busy club's ``--endpoints`` healthy
   endpoints while no worker runs (with tracing on, published traced, so that every attempt
   continues its event's trace, as behind a traced platform), then one ``clubwire worker``
