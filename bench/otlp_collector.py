@@ -153,15 +153,26 @@ class Exported:
     spans: dict[str, int]
 
 
+# Where a collector that is down would be: nothing listens on the discard port here, so
+# every export is refused at once.
+DOWN_PORT = 9
+
+
 @dataclass(frozen=True)
 class Collector:
+    """``down``: the traced processes are told to send elsewhere, where nothing listens (a
+    collector that is down); this one then receives nothing, and every span counts as
+    dropped."""
+
     process: Process
     port: int
+    down: bool = False
 
     def environment(self) -> dict[str, str]:
         """The variables that send a process's traces here, every trace sampled."""
+        port = DOWN_PORT if self.down else self.port
         return {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{HOST}:{self.port}",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{HOST}:{port}",
             "OTEL_TRACES_SAMPLER": "always_on",
         }
 

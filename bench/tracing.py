@@ -120,6 +120,7 @@ class Options:
     seconds: int
     connections: int
     postgres_url: str
+    collector_down: bool = False
 
 
 def parse_options(argv: list[str] | None) -> Options:
@@ -137,6 +138,11 @@ def parse_options(argv: list[str] | None) -> Options:
     )
     parser.add_argument("--parts", default=",".join(PARTS), help="some of: " + ",".join(PARTS))
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="an existing database")
+    parser.add_argument(
+        "--collector-down",
+        action="store_true",
+        help="traced processes send where nothing listens: what a collector that is down costs",
+    )
     args = parser.parse_args(argv)
     parts = [part for part in args.parts.split(",") if part]
     if not parts or set(parts) - set(PARTS):
@@ -153,6 +159,7 @@ def parse_options(argv: list[str] | None) -> Options:
         args.seconds,
         args.connections,
         args.postgres_url,
+        args.collector_down,
     )
 
 
@@ -543,6 +550,7 @@ def bench(options: Options) -> bool:
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-trace-")))
         collector = start_collector(stack, workdir, environment(os.environ, None))
+        collector = dataclasses.replace(collector, down=options.collector_down)
         tls = make_tls(workdir)
         receiver = start_receiver(stack, workdir, tls.server_pem, busy_roles(options.endpoints))
         report_setup(options)
