@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     api_rate_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 600  # per key
     api_club_rate_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 1_800  # all a club's keys
     api_auth_failure_limit: Annotated[int, Field(ge=0, le=1_000_000)] = 60  # per address
+    # What each API process keeps in memory, the most recently used: key rows (and when each
+    # key's use was last written), and clubs' program listings.
+    api_kept_keys: Annotated[int, Field(ge=1, le=10_000_000)] = 10_000
+    api_kept_listings: Annotated[int, Field(ge=1, le=1_000_000)] = 1_000
     # Proxies whose X-Forwarded-For names the client (addresses or networks, commas between);
     # none by default: the client is the socket's peer.
     trusted_proxies: Annotated[tuple[str, ...], NoDecode] = ()

@@ -25,6 +25,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
+from clubwire.domain.recent import Recent
 from clubwire.storage import database
 
 _KEY_QUERY = """
@@ -39,7 +40,6 @@ Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 CHANNEL = "clubwire_api"  # migration 0010's triggers notify it
 LISTENER = "clubwire-api-notices"  # the listening connection's application_name
-MAX_KEPT = 10_000  # rows kept; past that all are forgotten and read again
 RECONNECT_AFTER = 1.0  # seconds after the listening connection was lost
 CHECK_ALIVE_EVERY = 5.0  # seconds without a notice before the connection is checked
 _CHANGES_API = "clubwire.changes_api"  # in a session's info: see changes_api
@@ -99,13 +99,6 @@ def _moment(value: object) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _keep(rows: dict[tuple[str, str], KeyRow], key: tuple[str, str], row: KeyRow) -> None:
-    """Keep ``row``; past ``MAX_KEPT`` rows, forget the others first."""
-    if len(rows) >= MAX_KEPT:
-        rows.clear()
-    rows[key] = row
-
-
 class SqliteReader:
     """Reads in the event loop itself: an indexed SQLite read in WAL mode takes microseconds,
     less than handing it to a thread would. The rows read are kept until any connection
@@ -122,11 +115,11 @@ class SqliteReader:
 
     _query = _KEY_QUERY.format(prefix="?", slug="?")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, kept: int) -> None:
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA busy_timeout=1000")
         self._connection.execute("PRAGMA query_only=ON")
-        self._rows: dict[tuple[str, str], KeyRow] = {}
+        self._rows: Recent[tuple[str, str], KeyRow] = Recent(kept)
         self._version: object = None  # the database's data_version the rows were read at
         self._looked = False  # at the version, in this turn of the event loop
 
@@ -137,7 +130,7 @@ class SqliteReader:
         if row is None:
             row = _row(self._connection.execute(self._query, (prefix, slug)).fetchone())
             if row is not None:
-                _keep(self._rows, (slug, prefix), row)
+                self._rows.keep((slug, prefix), row)
         return row
 
     def _look(self) -> None:
@@ -221,15 +214,23 @@ class KeptRows:
     (sent by triggers in the transaction of each change, migration 0010) forgets them all.
     A row read while a notice arrives is not kept (``_generation``): it may predate the
     change. While not listening (connecting, or the connection lost), every request reads.
-    Rows not found are never kept, so guessed keys cannot fill the memory."""
+    Rows not found are never kept, so guessed keys cannot fill the memory, and at most
+    ``kept`` are, the most recently used.
 
-    def __init__(self, reader: PostgresReader, conninfo: str, options: dict[str, Any]) -> None:
+    Only the event loop's thread changes the rows (reading one makes it the most recent):
+    ``_forget``, which runs in the threads that commit changes too, moves the generation on,
+    and the next request forgets the rows before it reads them."""
+
+    def __init__(
+        self, reader: PostgresReader, conninfo: str, options: dict[str, Any], kept: int
+    ) -> None:
         self._reader = reader
         self._conninfo = conninfo
         self._options = options
-        self._rows: dict[tuple[str, str], KeyRow] = {}
+        self._rows: Recent[tuple[str, str], KeyRow] = Recent(kept)
         self._generations = itertools.count()  # next() is atomic: _forget runs in threads too
         self._generation = next(self._generations)  # notices heard, and connections lost
+        self._rows_of = self._generation  # the generation the rows were kept in
         self._listening = False
         self._lost = False  # a listening connection was lost, and none made since
         self._listener: asyncio.Task[None] | None = None
@@ -242,17 +243,21 @@ class KeptRows:
         self._listener = asyncio.create_task(self.listen())
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
+        generation = self._generation
+        if generation != self._rows_of:  # forgotten since they were kept
+            self._rows.clear()
+            self._rows_of = generation
         if self._listening and (row := self._rows.get((slug, prefix))) is not None:
             return row
-        generation = self._generation
         row = await self._reader.key_row(slug, prefix)
         if row is not None and self._listening and generation == self._generation:
-            _keep(self._rows, (slug, prefix), row)
+            self._rows.keep((slug, prefix), row)
         return row
 
     def kept(self, slug_and_prefix: tuple[str, str]) -> bool:
         """Whether that row is kept: the next request for it reads nothing."""
-        return self._listening and slug_and_prefix in self._rows
+        current = self._rows_of == self._generation
+        return self._listening and current and slug_and_prefix in self._rows
 
     async def listen(self) -> None:
         """Listen until cancelled: connect, forget, keep rows while notices can arrive; on
@@ -300,18 +305,17 @@ class KeptRows:
             self._forget()  # rolled back too: reading again is always safe
 
     def _forget(self) -> None:
-        self._generation = next(self._generations)
-        self._rows.clear()
+        self._generation = next(self._generations)  # the next request forgets the rows
 
 
-async def open_reader(sqlalchemy_url: str, sessions: sessionmaker[Session]) -> Reader:
-    """The reader for the database; ``sessions`` are this process's, whose changes it sees
-    as they are committed."""
+async def open_reader(sqlalchemy_url: str, sessions: sessionmaker[Session], kept: int) -> Reader:
+    """The reader for the database, keeping at most ``kept`` key rows; ``sessions`` are this
+    process's, whose changes it sees as they are committed."""
     url = make_url(sqlalchemy_url)
     if url.get_backend_name() == "sqlite":
-        return SqliteReader(url.database or ":memory:")
+        return SqliteReader(url.database or ":memory:", kept)
     libpq = url.set(drivername="postgresql").render_as_string(hide_password=False)
     options = database.postgres_connect_args(url, worker=False)
-    kept = KeptRows(await PostgresReader.open(libpq, options), libpq, options)
-    kept.start(sessions)
-    return kept
+    reader = KeptRows(await PostgresReader.open(libpq, options), libpq, options, kept)
+    reader.start(sessions)
+    return reader

@@ -74,8 +74,9 @@ def create_app(
             stack.enter_context(metrics.watching_queue(sessions, clock))
             port, host = settings.serve_metrics_port, settings.serve_metrics_host
             await stack.enter_async_context(exposition.serving(host, port, metrics))
-            reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions)
-            access = ApiAccess(reader, sessions, clock)
+            kept = settings.api_kept_keys
+            reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions, kept)
+            access = ApiAccess(reader, sessions, clock, settings.api_kept_listings, kept)
             stack.push_async_callback(access.close)
             limits = await stack.enter_async_context(_api_limits(settings, sessions))
             for service in services:

@@ -53,7 +53,7 @@ async def _until(check: Callable[[], Awaitable[bool]]) -> float:
 
 
 async def _open(settings: Settings, sessions: sessionmaker[Session]) -> fastpath.KeptRows:
-    reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions)
+    reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions, settings.api_kept_keys)
     assert isinstance(reader, fastpath.KeptRows)
     return reader
 
@@ -158,7 +158,9 @@ def test_on_sqlite_rows_are_read_again_only_after_a_commit(
         prefix = make_key(session, make_club(session, "granite"))[0].prefix
 
     async def run() -> list[str]:
-        reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions)
+        reader = await fastpath.open_reader(
+            settings.sqlalchemy_url, sessions, settings.api_kept_keys
+        )
         assert isinstance(reader, fastpath.SqliteReader)
         statements: list[str] = []
         reader._connection.set_trace_callback(statements.append)  # what it asks SQLite
@@ -175,3 +177,27 @@ def test_on_sqlite_rows_are_read_again_only_after_a_commit(
 
     data_version = "PRAGMA data_version"
     assert asyncio.run(run()) == [data_version, "key", data_version, data_version, "key"]
+
+
+def test_at_most_the_kept_number_of_rows_are_kept_the_most_recently_used(
+    settings: Settings, sessions: sessionmaker[Session], key: str
+) -> None:
+    """Memory stays bounded at any number of keys and clubs: past the bound the least
+    recently used row is forgotten (and read again when it comes back)."""
+    with sessions.begin() as session:
+        club = clubs.get_club(session, "granite")
+        second, third = (make_key(session, club)[0].prefix for _ in range(2))
+    two = settings.model_copy(update={"api_kept_keys": 2})
+
+    async def run() -> list[bool]:
+        reader = await _open(two, sessions)
+        try:
+            await _listening(reader, key)
+            await reader.key_row("granite", second)
+            await reader.key_row("granite", key)  # key is now the most recent of the two
+            await reader.key_row("granite", third)
+            return [reader.kept(("granite", prefix)) for prefix in (key, second, third)]
+        finally:
+            await reader.close()
+
+    assert asyncio.run(run()) == [True, False, True]

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import key_format, scopes, timestamps
+from clubwire.domain.recent import Recent
 from clubwire.services import programs
 from clubwire.services.club_api import keys
 from clubwire.storage import fastpath
@@ -55,17 +56,22 @@ class LacksScope(errors.InsufficientScope):
 
 
 class ApiAccess:
+    """Keeps at most ``kept_listings`` clubs' program listings and, for ``kept_keys`` keys,
+    when their use was last written, the most recently used (``CLUBWIRE_API_KEPT_…``)."""
+
     def __init__(
         self,
         reader: fastpath.Reader,
         sessions: sessionmaker[Session],
         clock: Callable[[], datetime],
+        kept_listings: int,
+        kept_keys: int,
     ) -> None:
         self._reader = reader
         self._sessions = sessions
         self._clock = clock
-        self._listings: dict[str, tuple[int, bytes]] = {}
-        self._last_noted: dict[str, datetime] = {}
+        self._listings: Recent[str, tuple[int, bytes]] = Recent(kept_listings)
+        self._last_noted: Recent[str, datetime] = Recent(kept_keys)
 
     async def authorize(
         self,
@@ -96,7 +102,7 @@ class ApiAccess:
         if cached is not None and cached[0] == caller.programs_version:
             return cached[1]
         body = await run_in_threadpool(self._load_listing, caller.club_id)
-        self._listings[caller.club_id] = (caller.programs_version, body)
+        self._listings.keep(caller.club_id, (caller.programs_version, body))
         return body
 
     async def close(self) -> None:
@@ -110,7 +116,7 @@ class ApiAccess:
         last = self._last_noted.get(key_id)
         if last is not None and now - last < keys.LAST_USED_RESOLUTION:
             return
-        self._last_noted[key_id] = now
+        self._last_noted.keep(key_id, now)
         await run_in_threadpool(self._write_use, key_id, now, client or _UNKNOWN_CLIENT)
 
     def _write_use(self, key_id: str, now: datetime, client: ApiClient) -> None:

@@ -196,7 +196,9 @@ def reader(
     settings: Settings, sessions: sessionmaker[Session]
 ) -> Iterator[tuple[asyncio.Runner, CountingReader]]:
     with asyncio.Runner() as runner:
-        opened = runner.run(fastpath.open_reader(settings.sqlalchemy_url, sessions))
+        opened = runner.run(
+            fastpath.open_reader(settings.sqlalchemy_url, sessions, settings.api_kept_keys)
+        )
         counting = CountingReader(opened)
         yield runner, counting
         runner.run(counting.close())
@@ -205,12 +207,15 @@ def reader(
 @pytest.fixture
 def authorize(
     reader: tuple[asyncio.Runner, CountingReader],
+    settings: Settings,
     sessions: sessionmaker[Session],
     clock: FakeClock,
 ) -> Authorize:
     """``ApiAccess.authorize`` at granite for ``read:programs``, as the API calls it."""
     runner, counting = reader
-    access = ApiAccess(counting, sessions, clock)
+    access = ApiAccess(
+        counting, sessions, clock, settings.api_kept_listings, settings.api_kept_keys
+    )
 
     def call(value: str, client: ApiClient | None = None, slug: str = "granite") -> Caller:
         bearer = f"Bearer {value}"
