@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire.domain.rate_limits import WINDOW_SECONDS, Policy
 from clubwire.services.club_api import rate_limits
 from clubwire.services.club_api.rate_limits import RateCounter
-from clubwire.storage import database
+from clubwire.storage import database, rate_counts
 from clubwire.storage.models import RateCount
 from tests.logcapture import capturing
 
@@ -174,3 +174,20 @@ def test_a_fault_is_told_at_once_with_its_traceback(monkeypatch: pytest.MonkeyPa
         ("info", "sharing API request counts again"),
     ]
     assert "ValueError: a bug" in told[0]["error"]
+
+
+def test_thousands_of_buckets_are_added_in_statements_of_a_few_shapes(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A process counting for thousands of clubs a second: every total comes back right,
+    and the statements that add them come in at most ``CHUNK`` sizes, each compiled once."""
+    first = [(f"club:{n}", 7, 1) for n in range(rate_counts.CHUNK * 2 + 37)]
+    second = [(f"club:{n}", 7, 2) for n in range(0, len(first), 3)]
+    with sessions.begin() as session:
+        rate_counts.add(session.connection(), first)
+    with sessions.begin() as session:
+        totals = rate_counts.add(session.connection(), second)
+    assert sorted(totals) == sorted((bucket, 7, 3) for bucket, _, _ in second)
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(RateCount)) == len(first)
+    assert rate_counts._adding.cache_info().currsize <= rate_counts.CHUNK
