@@ -54,6 +54,7 @@ from clubwire.domain import key_format, scopes, timestamps
 from clubwire.services import clubs, programs
 from clubwire.services.club_api import keys
 from clubwire.services.club_api.api_access import ApiAccess
+from clubwire.services.club_api.rate_limits import ApiLimits, RateCounter
 from clubwire.settings import Settings
 from clubwire.storage import database, fastpath, migrate
 from harness import HOST, BenchError, Process, exit_status, free_ports
@@ -63,6 +64,7 @@ SEED = 20260105
 SEED_BATCH = 500  # clubs per seeding transaction
 PROGRAMS = 3  # per club
 TOP_SHARE = 0.01  # the busiest 1 % of clubs
+LIFTED = 1_000_000  # requests per minute: the rate limits as api.child_environment lifts them
 
 
 @dataclass(frozen=True)
@@ -188,8 +190,9 @@ def measure_memory(
     clubs_: list[Club],
     plan: tuple[list[int], list[int]],
     options: Options,
-) -> list[tuple[int, float]]:
-    """Serve, load the warm-up and each phase; (requests so far, RSS MB) after each."""
+) -> tuple[list[tuple[int, float]], float]:
+    """Serve, load the warm-up and each phase; (requests so far, RSS MB) after each, and the
+    requests served per second after the warm-up."""
     env = api.child_environment(workdir, secret_key, settings.database_url)
     env["CLUBWIRE_API_KEPT_KEYS"] = str(settings.api_kept_keys)
     env["CLUBWIRE_API_KEPT_LISTINGS"] = str(settings.api_kept_listings)
@@ -202,18 +205,20 @@ def measure_memory(
     samples = [(0, rss_mb(server))]
     print(f"{'phase':<8} {'requests':>10} {'RSS MB':>8} {'req/s':>7}")
     print(f"{'start':<8} {0:>10,} {samples[0][1]:>8.1f}")
-    done = 0
+    done, zipf_seconds = 0, 0.0
     for number, indices in enumerate([warmup, *phases(drawn, options.phases)]):
         started = time.monotonic()
         failed = asyncio.run(load(port, clubs_, indices, options.connections))
-        rate = len(indices) / (time.monotonic() - started)
+        seconds = time.monotonic() - started
+        rate = len(indices) / seconds
+        zipf_seconds += seconds if number else 0.0
         if failed:
             raise BenchError(f"{failed:,} requests were not answered 200:\n{server.tail()}")
         done += len(indices)
         samples.append((done, rss_mb(server)))
         label = "warm-up" if number == 0 else str(number)
         print(f"{label:<8} {done:>10,} {samples[-1][1]:>8.1f} {rate:>7,.0f}")
-    return samples
+    return samples, len(drawn) / zipf_seconds
 
 
 # -- hit rate, in this process ----------------------------------------------------------------
@@ -228,10 +233,15 @@ class Misses:
 
 
 async def count_misses(
-    settings: Settings, clubs_: list[Club], plan: tuple[list[int], list[int]]
+    settings: Settings, clubs_: list[Club], plan: tuple[list[int], list[int]], share_every: int
 ) -> Misses:
     """Play the sequence against an ApiAccess built as the app builds it; count per club id,
-    after the warm-up, the key rows read from the database and the listings built."""
+    after the warm-up, the key rows read from the database and the listings built.
+
+    Each request is counted against the (lifted) rate limits, as served, and the counts are
+    shared (written to the database) every ``share_every`` requests: the server shares every
+    second, so that is the requests it served per second. On SQLite that commit makes the
+    reader forget every key row it keeps."""
     engine = database.engine_for(settings)
     sessions = database.sessions(engine)
     kept = settings.api_kept_keys
@@ -251,7 +261,10 @@ async def count_misses(
         return load_listing(club_id)
 
     setattr(access, "_load_listing", counted_listing)  # noqa: B010 (a method, counted)
+    counter = RateCounter(sessions)
+    limits = ApiLimits(counter, per_key=LIFTED, per_club=LIFTED, auth_failures=0)
     misses = Misses(Counter(), Counter(), Counter(), Counter())
+    served = 0
     warmup, drawn = plan
     try:
         for measured, indices in ((False, warmup), (True, drawn)):
@@ -263,7 +276,11 @@ async def count_misses(
                     club.slug, f"Bearer {club.key}", scopes.READ_PROGRAMS
                 )
                 read = len(key_reads) > read_before if kept_rows is None else not was_kept
+                limits.take(caller.prefix, caller.club_id)
                 await access.programs_body(caller)
+                served += 1
+                if served % share_every == 0:
+                    await counter.share()
                 await asyncio.sleep(0)  # a turn of the event loop per request, as served
                 if measured:
                     listed = len(built) > built_before
@@ -342,14 +359,16 @@ def bench(options: Options) -> bool:
         plan = sequence(options.clubs, options.requests, options.zipf)
         touched = len(set(plan[1]))
         print(f"clubs requested after the warm-up: {touched:,} of {options.clubs:,}")
-        misses = asyncio.run(count_misses(settings, clubs_, plan))
-        samples = measure_memory(stack, workdir, settings, secret_key, clubs_, plan, options)
+        samples, rate = measure_memory(stack, workdir, settings, secret_key, clubs_, plan, options)
+        share_every = max(1, round(rate))
+        misses = asyncio.run(count_misses(settings, clubs_, plan, share_every))
     half = samples[1 + options.phases // 2][1]
     growth = samples[-1][1] - half
     ranked = [club_id for club_id, _ in misses.requests.most_common()]
     busiest = ranked[: max(1, round(TOP_SHARE * len(clubs_)))]
     print("memory: the server's VmRSS; hit rate: the same sequence in this process, after the")
-    print("warm-up (a hit reads no key row from the database and builds no listing)")
+    print("warm-up (a hit reads no key row from the database and builds no listing), the rate")
+    print(f"counts shared every {share_every:,} requests (what the server served per second)")
     for name, counted in (("key rows read", misses.key_reads), ("listings built", misses.listings)):
         print(f"{name}: busiest {sum(counted[c] for c in busiest):,}, all {counted.total():,}")
     print(f"kept memory growth {growth:+.1f} MB over the second half")
