@@ -322,8 +322,8 @@ def parse_options(argv: list[str] | None) -> Options:
     )
     parser.add_argument("--postgres-url", default=api.POSTGRES_URL, help="a PostgreSQL server")
     args = parser.parse_args(argv)
-    if min(args.clubs, args.requests, args.connections) < 1 or args.phases < 2:
-        parser.error("--clubs, --requests and --connections at least 1, --phases at least 2")
+    if min(args.clubs, args.connections) < 1 or not 2 <= args.phases <= args.requests:
+        parser.error("--clubs and --connections at least 1, --phases 2 to --requests")
     return Options(
         args.clubs,
         args.requests,
