@@ -41,6 +41,7 @@ bench: $(READY)
 	$(PYTHON) bench/throttling.py
 	$(PYTHON) bench/erasure.py
 	$(PYTHON) bench/tracing.py
+	$(PYTHON) bench/kept.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
