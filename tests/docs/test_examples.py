@@ -95,16 +95,24 @@ def test_example_runs(
     if block.receiver:
         check_receiver(block, folder, world, example_env)
         return
+    _ran(command(block), folder, example_env)
+
+
+def _ran(
+    args: list[str], folder: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``args`` run in ``folder``, which must succeed."""
     done = subprocess.run(
-        command(block),
+        args,
         cwd=folder,
-        env=example_env,
+        env=env,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
         check=False,
     )
-    assert done.returncode == 0, f"{block.name} failed:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout}\n{done.stderr}"
+    return done
 
 
 @pytest.mark.parametrize(
@@ -123,15 +131,7 @@ def test_the_traced_receiver_joins_the_deliverys_trace(world: World, tmp_path: P
     (folder / "join.py").write_text(JOIN, encoding="utf-8")
     headers = world.delivery.headers
     event = json.loads(world.delivery.body)
-    done = subprocess.run(
-        [sys.executable, "join.py", json.dumps(headers), json.dumps(event)],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    done = _ran([sys.executable, "join.py", json.dumps(headers), json.dumps(event)], folder)
     joined = json.loads(done.stdout)
     _, trace_id, span_id, _ = headers["traceparent"].split("-")
     made = {"name": f"handle {event['event']}", "trace_id": trace_id, "parent_id": span_id}

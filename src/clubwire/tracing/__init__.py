@@ -38,9 +38,10 @@ PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_
 
 
 class Served(Protocol):
-    """A request's span, told how the request ended."""
+    """A request's span, told how the request ended and the route that answered it (the
+    framework's route object, whose ``path`` is its template; None: none)."""
 
-    def ended(self, status: int, route: str | None) -> None: ...
+    def ended(self, status: int, route: object) -> None: ...
 
 
 class Published(Protocol):
@@ -70,7 +71,7 @@ class _Untraced:
 
     context = None
 
-    def ended(self, status: int, route: str | None) -> None:
+    def ended(self, status: int, route: object) -> None:
         pass
 
     def answered(self, status: int | None, error: str | None, quoted: str | None) -> None:
@@ -80,13 +81,13 @@ class _Untraced:
         pass
 
     def post_headers(self, url: str) -> Mapping[str, str]:  # noqa: ARG002
-        return _NO_HEADERS
+        return NO_HEADERS
 
     def judged(self, outcome: Outcome) -> None:
         pass
 
 
-_NO_HEADERS: Mapping[str, str] = {}
+NO_HEADERS: Mapping[str, str] = {}  # what an untraced request is sent
 # What every span is while tracing is off, and what is never traced.
 NOT_TRACED: nullcontext[_Untraced] = nullcontext(_Untraced())
 

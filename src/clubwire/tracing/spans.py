@@ -173,10 +173,11 @@ class _Served:
         self._span = span
         self._method = method
 
-    def ended(self, status: int, route: str | None) -> None:
+    def ended(self, status: int, route: object) -> None:
         span = self._span
         span.set_attribute("http.response.status_code", status)
-        if route is not None:
+        route = getattr(route, "path", None)  # the template (``/clubs/{slug}/api/v1/…``)
+        if isinstance(route, str):
             span.set_attribute("http.route", route)
             span.update_name(f"{self._method} {route}")
         if status >= _SERVER_ERROR:

@@ -73,7 +73,7 @@ class RequestTelemetry:
                 await self.app(scope, receive, send_with_id)
             finally:
                 self._counts[kind, status] += 1
-                span.ended(status, _route(scope))
+                span.ended(status, scope.get("route"))
                 if logs.enabled():
                     seconds = perf_counter() - started
                     logs.event("request", _line(scope, request_id, status, seconds))
@@ -84,9 +84,7 @@ class RequestTelemetry:
         traced."""
         if kind == "other" or not tracing.on():
             return tracing.NOT_TRACED
-        path = scope["path"]
-        if "cw_live_" in path or "whsec_" in path:
-            path = redacted(path)
+        path = redacted(scope["path"]) if _pasted(scope["path"]) else scope["path"]
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         continued = kind == "internal" and bearer.holds(
             _authorization(headers), self._platform_token
@@ -100,16 +98,15 @@ def _authorization(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
-def _route(scope: Scope) -> str | None:
-    """The route that answered, as its template (``/clubs/{slug}/api/v1/members``)."""
-    route = scope.get("route")
-    return getattr(route, "path", None)
+def _pasted(path: str) -> bool:
+    """Whether ``path`` holds something shaped like a key or a signing secret."""
+    return "cw_live_" in path or "whsec_" in path
 
 
 def _line(scope: Scope, request_id: str, status: int, seconds: float) -> dict[str, object]:
     path: str = scope["path"]
     club: str | None = scope.get("path_params", _NONE).get("slug")
-    if "cw_live_" in path or "whsec_" in path:  # a key pasted into the path
+    if _pasted(path):  # a key pasted into the path
         path, club = redacted(path), club and redacted(club)
     return {
         "request_id": request_id,

@@ -28,7 +28,6 @@ from clubwire.services.metrics import Metrics
 from clubwire.settings import Settings
 
 USER_AGENT = "Service-Webhooks/1.0"
-_UNTRACED: Mapping[str, str] = {}
 
 
 def headers(
@@ -36,7 +35,7 @@ def headers(
     secret: str,
     timestamp: int,
     own: Sequence[Header] = (),
-    traced: Mapping[str, str] = _UNTRACED,
+    traced: Mapping[str, str] = tracing.NO_HEADERS,
 ) -> dict[str, str]:
     """The headers of SPEC §5.3, whose signature covers ``<timestamp>.<body>``, and Standard
     Webhooks' beside them, over the same timestamp, after the endpoint's headers of its own

@@ -54,7 +54,7 @@ class LeasedLane:
 
     def job(self, row: Row, until: datetime, token: str) -> Job:
         """One of the lane's due deliveries, as read (``Row``), claimed under ``token``."""
-        delivery_id, _, kind, body, status, attempts, trigger, due, key, missed, *trace = row
+        delivery_id, _, kind, body, status, attempts, trigger, due, key, missed, parent, state = row
         return Job(
             delivery_id,
             self.club_id,
@@ -72,7 +72,7 @@ class LeasedLane:
             key,
             missed,
             due,
-            trace_context.of(*trace),
+            trace_context.of(parent, state),
         )
 
 
