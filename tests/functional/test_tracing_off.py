@@ -230,3 +230,49 @@ def test_a_collector_refusing_or_stuck_costs_no_delivery_and_few_lines(
     lines = json_lines(worker.err)
     sdk = [line for line in lines if str(line.get("logger")).startswith("opentelemetry")]
     assert 1 <= len(sdk) <= 4, sdk
+
+
+# Run in a process of its own (OpenTelemetry's global provider is set once a process): a
+# global tracer provider recording into memory, as `opentelemetry-instrument` or
+# FASTAPI_OTEL_AUTO_CONFIGURE would set one; then requests to the app. Prints the names of
+# the spans recorded.
+GLOBAL_PROVIDER = """
+import json, sys
+from fastapi.testclient import TestClient
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from clubwire.web.app import create_app
+from tests.conftest import make_settings
+
+memory = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(memory))
+trace.set_tracer_provider(provider)
+settings = make_settings(sys.argv[1], sys.argv[2])
+with TestClient(create_app(settings)) as client:
+    assert client.get("/healthz").status_code == 200
+    client.get("/clubs/granite/api/v1/programs?token=s3cret", headers={"traceparent": sys.argv[3]})
+print(json.dumps([span.name for span in memory.get_finished_spans()]))
+"""
+
+
+def test_fastapis_own_spans_stay_off_when_a_global_provider_is_set(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    """FastAPI would make spans of its own (recording the query string, continuing any
+    caller's trace) once anything sets OpenTelemetry's global provider: clubwire keeps them
+    off; its own spans need no global provider."""
+    url = sqlite_database(sqlite_template, tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", GLOBAL_PROVIDER, url, str(tmp_path), TRACEPARENT],
+        cwd=ROOT,
+        env=without_otel(environment(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
