@@ -15,6 +15,7 @@ import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -108,6 +109,21 @@ def without_otel(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if not name.startswith("OTEL_")}
 
 
+def script(code: str, tmp_path: Path, *args: str) -> Any:
+    """What ``code``, run by Python in a process of its own with ``args``, printed (JSON)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=without_otel(environment(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def json_lines(err: str) -> list[dict[str, object]]:
     """Standard error's lines, each one JSON (but the worker's ready line, for a person)."""
     lines = [line for line in err.splitlines() if line and not line.startswith(READY)]
@@ -137,17 +153,7 @@ def test_tracing_off_imports_nothing_of_the_sdk(sqlite_template: Path, tmp_path:
             },
             "on": {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url},
         }
-        done = subprocess.run(
-            [sys.executable, "-c", NOTHING_IMPORTED, url, str(tmp_path), json.dumps(environments)],
-            cwd=ROOT,
-            env=without_otel(environment(tmp_path)),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
-    imported = json.loads(done.stdout)
+        imported = script(NOTHING_IMPORTED, tmp_path, url, str(tmp_path), json.dumps(environments))
     off = {name: [[False, False], []] for name in environments if name != "on"}
     assert {name: imported[name] for name in off} == off
     started, modules = imported["on"]
@@ -265,14 +271,4 @@ def test_fastapis_own_spans_stay_off_when_a_global_provider_is_set(
     caller's trace) once anything sets OpenTelemetry's global provider: clubwire keeps them
     off; its own spans need no global provider."""
     url = sqlite_database(sqlite_template, tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-c", GLOBAL_PROVIDER, url, str(tmp_path), TRACEPARENT],
-        cwd=ROOT,
-        env=without_otel(environment(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == []
+    assert script(GLOBAL_PROVIDER, tmp_path, url, str(tmp_path), TRACEPARENT) == []
