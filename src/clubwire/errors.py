@@ -11,6 +11,8 @@ class ClubwireError(Exception):
     """Something went wrong."""
 
     code = "error"
+    # Which event of a batch it is about (0 first): set as it leaves the batch's item.
+    item: int | None = None
 
     def __init__(self, detail: str | None = None) -> None:
         self.detail = detail or " ".join((self.__doc__ or "").split())

@@ -6,10 +6,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 import click
 import orjson
+import pydantic
 from sqlalchemy.orm import Session, sessionmaker
 
 from clubwire import errors
@@ -63,11 +64,34 @@ def transaction(current: Settings) -> Iterator[Session]:
 INPUT_FILE = click.Path(exists=True, dir_okay=False, allow_dash=True)
 
 
-def read_input(path: str) -> tuple[bytes, str]:
-    """The bytes of a file named on the command line ('-': standard input), and its name."""
+def read_input(path: str, limit: int | None = None) -> tuple[bytes, str]:
+    """The bytes of a file named on the command line ('-': standard input), and its name;
+    refused beyond ``limit`` bytes, before more than that is read."""
     if path == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
-    return Path(path).read_bytes(), path
+        return _read(sys.stdin.buffer, "<stdin>", limit), "<stdin>"
+    with Path(path).open("rb") as file:
+        return _read(file, path, limit), path
+
+
+def _read(file: BinaryIO, name: str, limit: int | None) -> bytes:
+    raw = file.read() if limit is None else file.read(limit + 1)
+    if limit is not None and len(raw) > limit:
+        raise errors.InvalidInput(f"{name} is larger than {limit} bytes.")
+    return raw
+
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+def record_of(model: type[M], item: object, what: str) -> M:
+    """``item`` of a file as ``model``, or one line that names it (``what``: the file and the
+    item, say ``events.json: event 4``), its first field found wrong, and what is wrong."""
+    try:
+        return model.model_validate(item)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "item"
+        raise errors.InvalidInput(f"{what}: {where}: {first['msg']}") from None
 
 
 def storable(value: str, what: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 import orjson
-import pydantic
 
 from clubwire import errors
 from clubwire.cli.base import (
@@ -15,6 +14,7 @@ from clubwire.cli.base import (
     print_json,
     print_table,
     read_input,
+    record_of,
     settings,
     transaction,
 )
@@ -147,7 +147,10 @@ def _read_programs(raw: bytes, name: str) -> list[program_wire.ProgramRecord]:
     items = read_json(raw, name)
     if not isinstance(items, list):
         raise errors.InvalidInput(f"{name} must hold a JSON array of programs.")
-    records = [_program_record(item, index, name) for index, item in enumerate(items)]
+    records = [
+        record_of(program_wire.ProgramRecord, item, f"{name}: program {index + 1}")
+        for index, item in enumerate(items)
+    ]
     seen: set[str] = set()
     for record in records:
         if record.id in seen:
@@ -161,12 +164,3 @@ def read_json(raw: bytes, name: str) -> object:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.InvalidInput(f"{name} is not JSON: {exc}") from None
-
-
-def _program_record(item: object, index: int, name: str) -> program_wire.ProgramRecord:
-    try:
-        return program_wire.ProgramRecord.model_validate(item)
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "item"
-        raise errors.InvalidInput(f"{name}: program {index + 1}: {where}: {first['msg']}") from None

@@ -3,8 +3,9 @@ publish events; replay an endpoint's deliveries; erase a member."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
@@ -15,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from clubwire import errors
 from clubwire.domain import (
+    event_batches,
     event_catalog,
     personal_data,
     program_wire,
@@ -32,13 +34,7 @@ from clubwire.web import bearer, context, openapi, problems
 Slug = Annotated[str, Path(pattern=slugs.SLUG_PATTERN, examples=["granite-curling-club"])]
 ProgramIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
 EndpointIdPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_]{1,64}$", examples=["we_7kQ2mX"])]
-
-
-# What ``events.publish`` takes for a key, as a header carries it (Latin-1 text): printable
-# characters (not C0 or C1 controls, DEL, no-break or soft hyphen), at least one of them not a
-# space, since HTTP trims spaces from both ends of a header's value.
-_VISIBLE = r"\x21-\x7e\xa1-\xac\xae-\xff"
-IDEMPOTENCY_KEY_PATTERN = f"^[ {_VISIBLE}]*[{_VISIBLE}][ {_VISIBLE}]*$"
+T = TypeVar("T")
 
 
 class _Out(BaseModel):
@@ -93,6 +89,22 @@ class EventOut(_Out):
             "gaps, in the order they were published.",
         ),
     ] = None
+
+
+class BatchEventOut(EventOut):
+    repeated: Annotated[
+        bool,
+        Field(
+            description="Its idempotency key was used before (by an earlier request, or "
+            "earlier in this batch): this is that event, and nothing new was made."
+        ),
+    ]
+
+
+class EventBatchOut(BaseModel):
+    events: Annotated[
+        list[BatchEventOut], Field(description="The batch's events, in the order sent.")
+    ]
 
 
 class ReplayIn(BaseModel):
@@ -244,6 +256,20 @@ def router() -> APIRouter:
         **secured,
     )
     api.add_api_route(
+        "/clubs/{slug}/events/batch",
+        publish_events,
+        methods=["POST"],
+        summary="Publish up to 100 events at once, all or none",
+        description=BATCH_DESCRIPTION,
+        status_code=201,
+        response_model=EventBatchOut,
+        responses={
+            200: {"description": "Every event a repeat of an earlier one", "model": EventBatchOut},
+            **problems.documented(400, 409, 413),
+        },
+        **secured,
+    )
+    api.add_api_route(
         "/clubs/{slug}/endpoints/{endpoint_id}/replays",
         replay,
         methods=["POST"],
@@ -275,6 +301,16 @@ def router() -> APIRouter:
         **secured,
     )
     return api
+
+
+BATCH_DESCRIPTION = (
+    "Each event as the single publish takes it, its Idempotency-Key as `idempotencyKey`, "
+    "published in order in one transaction: every event with its deliveries, or, when one "
+    "is refused, nothing. A refusal names the event (its `location`, such as "
+    "`body.events.3`). The answer gives each event's id in the order sent (201; 200 when "
+    "every one repeats an earlier key). A key given twice in one batch is a repeat: the "
+    "second gets the first's id, or, with other data, the batch is refused (409)."
+)
 
 
 REPLAY_DESCRIPTION = (
@@ -360,7 +396,10 @@ async def publish_event(
         Header(
             max_length=events.MAX_IDEMPOTENCY_KEY,
             # Documented here, checked by events.publish, which says what is wrong in words.
-            json_schema_extra={"minLength": 1, "pattern": IDEMPOTENCY_KEY_PATTERN},
+            json_schema_extra={
+                "minLength": 1,
+                "pattern": event_batches.IDEMPOTENCY_KEY_PATTERN,
+            },
             description="Your id for this event (per club), 1–255 printable characters: "
             "a repeat with the same event "
             "and data returns the first event's id (200) and creates nothing; the same key "
@@ -372,6 +411,21 @@ async def publish_event(
     if not created:
         response.status_code = 200
     return event
+
+
+async def publish_events(
+    slug: Slug, body: event_batches.EventBatch, request: Request, response: Response
+) -> Response | EventBatchOut:
+    try:
+        published = await run_in_threadpool(_publish_batch, request, slug, body)
+    except errors.ClubwireError as refused:
+        if refused.item is None:
+            raise
+        return problems.problem_at(refused, f"body.events.{refused.item}")
+    if not any(created for _, created in published):
+        response.status_code = 200
+    events_out = [BatchEventOut(**out.model_dump(), repeated=not new) for out, new in published]
+    return EventBatchOut(events=events_out)
 
 
 def replay(slug: Slug, endpoint_id: EndpointIdPath, body: ReplayIn, request: Request) -> ReplayOut:
@@ -401,21 +455,30 @@ def _created_or_replaced(route: dict[str, Any], model: type[BaseModel]) -> dict[
 def _publish(
     request: Request, slug: str, body: EventIn, idempotency_key: str | None
 ) -> tuple[EventOut, bool]:
-    """Publish once. A concurrent request with the same key that commits first makes ours
-    fail on the unique key; asking again then finds the winner's event."""
-    try:
-        return _publish_once(request, slug, body, idempotency_key)
-    except IntegrityError:
-        if idempotency_key is None:
-            raise
-        return _publish_once(request, slug, body, idempotency_key)
-
-
-def _publish_once(
-    request: Request, slug: str, body: EventIn, idempotency_key: str | None
-) -> tuple[EventOut, bool]:
     now = context.now(request)
-    return context.transact(request, _published, slug, body, now, idempotency_key)
+    keyed = idempotency_key is not None
+    return _raced(
+        keyed, lambda: context.transact(request, _published, slug, body, now, idempotency_key)
+    )
+
+
+def _publish_batch(
+    request: Request, slug: str, batch: event_batches.EventBatch
+) -> list[tuple[EventOut, bool]]:
+    now = context.now(request)
+    keyed = any(item.idempotency_key is not None for item in batch.events)
+    return _raced(keyed, lambda: context.transact(request, _published_batch, slug, batch, now))
+
+
+def _raced(keyed: bool, publish: Callable[[], T]) -> T:
+    """Publish once. A concurrent request with one of the same keys that commits first makes
+    ours fail on the unique key; asking again then finds the winner's event."""
+    try:
+        return publish()
+    except IntegrityError:
+        if not keyed:
+            raise
+        return publish()
 
 
 # The writes, each given the transaction's session first (``context.transact``).
@@ -426,7 +489,19 @@ def _published(
 ) -> tuple[EventOut, bool]:
     club = clubs.get_club(session, slug)
     event, created = events.publish(session, club, body.event, body.data, now, idempotency_key)
-    return EventOut(id=event.id, ordering_key=event.ordering_key, sequence=event.sequence), created
+    return _event_out(event), created
+
+
+def _published_batch(
+    session: Session, slug: str, batch: event_batches.EventBatch, now: datetime
+) -> list[tuple[EventOut, bool]]:
+    club = clubs.get_club(session, slug)
+    published = events.publish_batch(session, club, batch.events, now)
+    return [(_event_out(event), created) for event, created in published]
+
+
+def _event_out(event: models.Event) -> EventOut:
+    return EventOut(id=event.id, ordering_key=event.ordering_key, sequence=event.sequence)
 
 
 def _put_program(

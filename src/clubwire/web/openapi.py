@@ -10,13 +10,15 @@ import orjson
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import ConfigDict, Field, TypeAdapter, create_model
+from pydantic.alias_generators import to_camel
 
-from clubwire.domain import event_catalog, event_schemas
+from clubwire.domain import event_batches, event_catalog, event_schemas
 from clubwire.settings import Settings
 from clubwire.web import problems
 
 API_KEY_SCHEME = "apiKey"
 PUBLISH_BODY = "EventIn"  # the component the publish route's body refers to
+BATCH_ITEM = "BatchEvent"  # the component of each event of the batch publish's body
 CLUB_BODY = "ClubIn"  # the component of the club's PUT body
 PLATFORM_SCHEME = "platformToken"
 
@@ -168,31 +170,42 @@ def _club_parameter(settings: Settings) -> dict[str, Any]:
 
 
 def _publish_schemas(existing: dict[str, Any]) -> dict[str, Any]:
-    """The publish body as the route takes it, replacing the loose ``EventIn`` model (whose
-    ``data`` is any object so that the service can word what is wrong with it): one
-    alternative per kind that can be published, ``event`` naming it and ``data`` that kind's
-    payload. Payloads are in validation mode (a field with a default may be left out); one
-    that differs from the webhook schema of the same name is named ``<name>Input``."""
-    body = _publish_body().json_schema(
-        mode="validation", by_alias=True, ref_template=event_schemas.SCHEMA_REF_TEMPLATE
-    )
-    body["description"] = "An event: `event` names its kind, `data` is that kind's payload."
-    defs: dict[str, Any] = body.pop("$defs")
+    """The publish bodies as the routes take them, replacing the loose ``EventIn`` and
+    ``BatchEvent`` models (whose ``data`` is any object so that the service can word what is
+    wrong with it): one alternative per kind that can be published, ``event`` naming it and
+    ``data`` that kind's payload (and, in a batch, the event's ``idempotencyKey``). Payloads
+    are in validation mode (a field with a default may be left out); one that differs from
+    the webhook schema of the same name is named ``<name>Input``."""
+    defs: dict[str, Any] = {}
+    bodies = {}
+    for name, keyed in ((PUBLISH_BODY, False), (BATCH_ITEM, True)):
+        body = _publish_body(keyed).json_schema(
+            mode="validation", by_alias=True, ref_template=event_schemas.SCHEMA_REF_TEMPLATE
+        )
+        body["description"] = "An event: `event` names its kind, `data` is that kind's payload."
+        defs.update(body.pop("$defs"))
+        bodies[name] = body
     renamed = {name: f"{name}Input" for name, own in defs.items() if existing.get(name, own) != own}
     refs = {_ref(old): _ref(new) for old, new in renamed.items()}
     schemas = {renamed.get(name, name): schema for name, schema in defs.items()}
-    publishing: dict[str, Any] = _with_refs({**schemas, PUBLISH_BODY: body}, refs)
+    publishing: dict[str, Any] = _with_refs({**schemas, **bodies}, refs)
     return publishing
 
 
 @functools.cache
-def _publish_body() -> TypeAdapter[Any]:
+def _publish_body(keyed: bool) -> TypeAdapter[Any]:
+    """The publish body, one alternative per kind; ``keyed``: an event of a batch, which
+    carries its idempotency key."""
+    key = event_batches.BatchEvent.model_fields["idempotency_key"]
+    extra: dict[str, Any] = {"idempotency_key": (key.annotation, key)} if keyed else {}
     alternatives = tuple(
         create_model(
-            "Publish" + event_catalog.model_for(kind).__name__.removesuffix("Data"),
-            __config__=ConfigDict(extra="forbid"),
+            ("Batch" if keyed else "Publish")
+            + event_catalog.model_for(kind).__name__.removesuffix("Data"),
+            __config__=ConfigDict(extra="forbid", alias_generator=to_camel),
             event=(cast(Any, Literal)[kind], Field(description="The event kind.")),
             data=(event_catalog.model_for(kind), Field(description="The event payload.")),
+            **extra,
         )
         for kind in event_catalog.SUBSCRIBABLE
     )

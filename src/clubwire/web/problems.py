@@ -85,6 +85,18 @@ def response(
     return Response(orjson.dumps(body), status, headers, media_type=MEDIA_TYPE)
 
 
+def problem_at(error: errors.ClubwireError, location: str) -> Response:
+    """A problem with one part of the request, ``location`` (such as ``body.events.3``), named
+    as a refused body's parts are: first in the detail, and listed in ``errors``."""
+    return response(
+        status_of(error),
+        error.code,
+        f"{location}: {error.detail}",
+        headers_of(error),
+        errors=[{"location": location, "message": error.detail}],
+    )
+
+
 def status_of(error: errors.ClubwireError) -> int:
     for cls in type(error).__mro__:
         if cls in _STATUS:

@@ -118,14 +118,16 @@ def filter_body(_context: schemathesis.HookContext, body: object) -> bool:
 def _keeps_two_field_rules(body: object) -> bool:
     """Whether ``body`` keeps to the rules that span two fields, which JSON Schema cannot say
     (the documents' descriptions do): a program ends no earlier than it starts, a reservation
-    ends after it starts, a replay's window ends after it starts. Bodies that are not even
-    shaped so are kept, for the route to refuse."""
+    ends after it starts, a replay's window ends after it starts; in a batch, each of its
+    events. Bodies that are not even shaped so are kept, for the route to refuse."""
     if not isinstance(body, dict):
         return True
     data = body.get("data")
     reservation = data.get("reservation") if isinstance(data, dict) else None
+    batch = body.get("events")
     return (
-        _ordered(body, "startDate", "endDate", datetime.fromisoformat, equal=True)
+        (not isinstance(batch, list) or all(_keeps_two_field_rules(event) for event in batch))
+        and _ordered(body, "startDate", "endDate", datetime.fromisoformat, equal=True)
         and _replay_window(body)
         and (
             not isinstance(reservation, dict)

@@ -21,7 +21,7 @@ from clubwire.storage.models import Attempt, Event
 from clubwire.web.app import create_app
 from tests.collector import Collected, Collector, collecting
 from tests.conftest import PLATFORM_TOKEN
-from tests.factories import registration
+from tests.factories import about, registration
 from tests.functional.workers import (
     add_endpoint,
     count_settled,
@@ -267,3 +267,32 @@ def test_a_collector_down_or_stuck_costs_no_delivery(
     assert len(receiver.received) == count
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(Attempt)) == count
+
+
+def test_a_batch_gives_each_event_its_publish_span_in_the_platforms_trace(
+    collector: Collector, hooks: Settings, sessions: sessionmaker[Session]
+) -> None:
+    add_endpoint(sessions, hooks, "https://hooks.example/in")
+    batch = [
+        {"event": kind, "data": about(kind, seed)}
+        for seed, kind in enumerate(["registration.created", "member.updated"] * 2)
+    ]
+    with TestClient(create_app(hooks), raise_server_exceptions=False) as client:
+        answer = client.post(
+            f"{PUBLISH}/batch",
+            json={"events": batch},
+            headers={"authorization": f"Bearer {PLATFORM_TOKEN}", "traceparent": TRACEPARENT},
+        )
+    assert answer.status_code == 201, answer.text
+    spans = collector.wait_for(lambda spans: len(spans) == 1 + len(batch))
+    served = _one(_in(PLATFORM_TRACE, spans, "POST /internal/v1/clubs/{slug}/events/batch"))
+    published = sorted(
+        (span for span in spans if span.name.startswith("publish ")), key=lambda s: s.start_ns
+    )
+    assert [span.name for span in published] == [f"publish {e['event']}" for e in batch]
+    assert [span.attributes["clubwire.event.id"] for span in published] == [
+        event["id"] for event in answer.json()["events"]
+    ]
+    assert {(span.parent_id, span.trace_id) for span in published} == {
+        (served.span_id, PLATFORM_TRACE)
+    }

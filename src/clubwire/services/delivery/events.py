@@ -12,14 +12,14 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from clubwire import errors, ids, tracing
-from clubwire.domain import event_catalog, ordering, personal_data
+from clubwire.domain import event_batches, event_catalog, ordering, personal_data
 from clubwire.domain.delivering import SkipReason, Status
 from clubwire.domain.ordering import Place
 from clubwire.services import ordered_lines
 from clubwire.storage import database, queue, tables
 from clubwire.storage.models import Club, Endpoint, Event
 
-MAX_IDEMPOTENCY_KEY = 255
+MAX_IDEMPOTENCY_KEY = event_batches.MAX_IDEMPOTENCY_KEY
 _c = tables.ordering_counters.c
 
 
@@ -189,3 +189,23 @@ def _repeated(earlier: Event, kind: str, payload: BaseModel) -> Event:
 def _by_idempotency_key(session: Session, club_id: str, key: str) -> Event | None:
     query = select(Event).where(Event.club_id == club_id, Event.idempotency_key == key)
     return session.scalar(query)
+
+
+def publish_batch(
+    session: Session, club: Club, batch: Sequence[event_batches.BatchEvent], now: datetime
+) -> list[tuple[Event, bool]]:
+    """Publish each event of ``batch`` in order, as ``publish`` does (its checks, its span,
+    its answer), in the caller's transaction: all of them, or none when one is refused, the
+    error then saying which (``item``). A key given twice finds the first one's event, as
+    a key repeated by a later request would."""
+    return [_publish_item(session, club, index, item, now) for index, item in enumerate(batch)]
+
+
+def _publish_item(
+    session: Session, club: Club, index: int, item: event_batches.BatchEvent, now: datetime
+) -> tuple[Event, bool]:
+    try:
+        return publish(session, club, item.event, item.data, now, item.idempotency_key)
+    except errors.ClubwireError as refused:
+        refused.item = index
+        raise
