@@ -5,6 +5,8 @@ batch, naming it, and writes nothing."""
 from __future__ import annotations
 
 import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from tests.factories import EPOCH, about, make_club, make_endpoint, registration
 AUTH = {"Authorization": f"Bearer {PLATFORM_TOKEN}"}
 BATCH = "/internal/v1/clubs/granite/events/batch"
 KINDS = ("registration.created", "payment.completed", "member.updated")
+SENDERS = 6
 
 
 @pytest.fixture
@@ -235,3 +238,23 @@ def test_a_batch_needs_the_platform_token(
     answer = client.post(BATCH, json={"events": _events(1)})
     assert answer.status_code == 401
     assert _counts(sessions) == (0, 0)
+
+
+def test_the_same_keyed_batch_sent_at_once_makes_each_event_once(
+    client: TestClient, sessions: sessionmaker[Session], endpoints: dict[str, set[str]]
+) -> None:
+    """The losers of the race for the keys (a unique violation at the winner's commit) are
+    run again, and find the winner's events."""
+    sent = [{**event, "idempotencyKey": f"order-{n}"} for n, event in enumerate(_events(20))]
+    start = threading.Barrier(SENDERS)
+
+    def send(_: int) -> tuple[int, list[str]]:
+        start.wait()
+        answer = client.post(BATCH, json={"events": sent}, headers=AUTH)
+        return answer.status_code, [event["id"] for event in answer.json()["events"]]
+
+    with ThreadPoolExecutor(SENDERS) as pool:
+        answers = list(pool.map(send, range(SENDERS)))
+    assert sorted(status for status, _ in answers) == [200] * (SENDERS - 1) + [201], answers
+    assert len({tuple(ids) for _, ids in answers}) == 1
+    assert _counts(sessions)[0] == len(sent)
