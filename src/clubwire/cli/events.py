@@ -61,7 +61,8 @@ def event_publish_batch(slug: str, file: str, as_json: bool) -> None:
     you like, "idempotencyKey". A file refused says which event (1 first) and why.
     """
     current = settings()
-    batch = _read_batch(*read_input(file, current.max_request_bytes))
+    raw, name = read_input(file, current.max_request_bytes)
+    batch = _read_batch(raw, name)
     try:
         with transaction(current) as session:
             club = clubs.get_club(session, slug)
@@ -70,7 +71,7 @@ def event_publish_batch(slug: str, file: str, as_json: bool) -> None:
     except errors.ClubwireError as refused:
         if refused.item is None:
             raise
-        raise errors.InvalidInput(f"{file}: event {refused.item + 1}: {refused.detail}") from None
+        raise errors.InvalidInput(f"{name}: event {refused.item + 1}: {refused.detail}") from None
     if as_json:
         print_json({"events": answer})
     else:
