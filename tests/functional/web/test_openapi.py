@@ -160,6 +160,33 @@ def test_the_publish_body_is_one_of_the_kinds_that_can_be_published(client: Test
     assert "invoice" in schemas["RegistrationCreatedData"]["required"]
 
 
+def test_the_batch_publish_takes_1_to_100_events_each_of_a_kind_with_its_key(
+    client: TestClient,
+) -> None:
+    document = client.get("/openapi.json").json()
+    operation = document["paths"]["/internal/v1/clubs/{slug}/events/batch"]["post"]
+    assert {"200", "201", "400", "409", "413", "422"} <= set(operation["responses"])
+    schemas = document["components"]["schemas"]
+    events = schemas["EventBatch"]["properties"]["events"]
+    assert (events["minItems"], events["maxItems"]) == (1, 100)
+    item = schemas[events["items"]["$ref"].removeprefix("#/components/schemas/")]
+    assert set(item["discriminator"]["mapping"]) == set(event_catalog.SUBSCRIBABLE)
+    registration = schemas["BatchRegistrationCreated"]
+    assert set(registration["properties"]) == {"event", "data", "idempotencyKey"}
+    assert registration["required"] == ["event", "data"]
+    assert (
+        registration["properties"]["data"]
+        == schemas["PublishRegistrationCreated"]["properties"]["data"]
+    )
+    header = next(
+        p
+        for p in document["paths"]["/internal/v1/clubs/{slug}/events"]["post"]["parameters"]
+        if p["name"] == "idempotency-key"
+    )
+    (key, _) = registration["properties"]["idempotencyKey"]["anyOf"]
+    assert key["pattern"] == header["schema"]["pattern"]
+
+
 def test_booleans_are_strict_as_documented(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     assert schemas["ModuleIn"]["properties"]["enabled"]["type"] == "boolean"
