@@ -258,3 +258,27 @@ def test_the_same_keyed_batch_sent_at_once_makes_each_event_once(
     assert sorted(status for status, _ in answers) == [200] * (SENDERS - 1) + [201], answers
     assert len({tuple(ids) for _, ids in answers}) == 1
     assert _counts(sessions)[0] == len(sent)
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [
+        (b'{"events": [{"event": "\xff"}]}', 400),  # not UTF-8
+        (b'{"events": [', 422),  # not JSON: FastAPI's "JSON decode error" at its offset
+        (b'{"events": [{"event": "a\x00"}]}', 422),  # a raw NUL: not JSON either
+        (b'{"events": [' + b'{"event": "x", "data": {}},' * 60_000 + b"]}", 413),  # 1.6 MB
+    ],
+)
+def test_a_body_that_is_no_json_or_too_large_is_refused_and_writes_nothing(
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    endpoints: dict[str, set[str]],
+    content: bytes,
+    status: int,
+) -> None:
+    answer = client.post(
+        BATCH, content=content, headers={**AUTH, "Content-Type": "application/json"}
+    )
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert _counts(sessions) == (0, 0)
