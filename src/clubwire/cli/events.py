@@ -18,7 +18,7 @@ from clubwire.cli.base import (
 from clubwire.cli.clubs import read_json
 from clubwire.domain import event_batches, event_catalog, timestamps
 from clubwire.services import clubs
-from clubwire.services.delivery import events
+from clubwire.services.delivery import batches, events
 
 
 @cli.group()
@@ -66,7 +66,7 @@ def event_publish_batch(slug: str, file: str, as_json: bool) -> None:
     try:
         with transaction(current) as session:
             club = clubs.get_club(session, slug)
-            published = events.publish_batch(session, club, batch, timestamps.utc_now())
+            published = batches.publish_batch(session, club, batch, timestamps.utc_now())
             answer = [{"id": found.id, "repeated": not new} for found, new in published]
     except errors.ClubwireError as refused:
         if refused.item is None:

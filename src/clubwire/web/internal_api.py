@@ -25,7 +25,7 @@ from clubwire.domain import (
     text,
 )
 from clubwire.services import clubs, programs
-from clubwire.services.delivery import events, replays
+from clubwire.services.delivery import batches, events, replays
 from clubwire.services.personal_data import erasures
 from clubwire.settings import Settings
 from clubwire.storage import models
@@ -496,7 +496,7 @@ def _published_batch(
     session: Session, slug: str, batch: event_batches.EventBatch, now: datetime
 ) -> list[tuple[EventOut, bool]]:
     club = clubs.get_club(session, slug)
-    published = events.publish_batch(session, club, batch.events, now)
+    published = batches.publish_batch(session, club, batch.events, now)
     return [(_event_out(event), created) for event, created in published]
 
 

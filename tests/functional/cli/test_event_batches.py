@@ -135,7 +135,7 @@ def test_a_key_reused_for_other_data_names_the_event_and_writes_nothing(
     path = tmp_path / "events.json"
     path.write_text(json.dumps([one, other]))
     line = one_line_error(run("event", "publish-batch", club, str(path)))
-    assert f"{path}: event 2: The idempotency key was first used for evt_" in line
+    assert f"{path}: event 2: The idempotency key was first used earlier in this batch" in line
     piped = one_line_error(run("event", "publish-batch", club, "-", stdin=path.read_bytes()))
     assert "<stdin>: event 2: The idempotency key" in piped
     assert _counts(database_url) == (0, 0)

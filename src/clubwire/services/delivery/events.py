@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,16 +38,13 @@ def publish(
     key reused by mistake cannot swallow an event. While the club's module is off the event
     is recorded with no deliveries; an endpoint that is off gets its delivery as ``skipped``.
     """
-    if kind == "ping":
-        raise errors.InvalidInput("ping is sent only by Send test; it cannot be published.")
-    payload = _validated(kind, data)
-    _check_idempotency_key(idempotency_key)
+    payload = checked(kind, data, idempotency_key)
     with tracing.publishing(kind, club.id) as span:
         if idempotency_key is not None:
             earlier = _by_idempotency_key(session, club.id, idempotency_key)
             if earlier is not None:
                 span.published(earlier.id, 0, repeated=True)
-                return _repeated(earlier, kind, payload), False
+                return repeated(earlier, kind, payload), False
         event = record_event(session, club, kind, payload, now, idempotency_key)
         endpoints = subscribers(session, club.id, kind) if club.webhooks_enabled else ()
         fan_out(session, event, endpoints, now)
@@ -70,29 +67,48 @@ def record_event(
     published in (with tracing on: every attempt of it continues that trace). The row is
     written at once, by one INSERT (the unit of work's flush cost a publish an eighth of its
     CPU); the event returned is not in the session."""
-    event_id = ids.new_id("evt")
     data = payload.model_dump(mode="json", by_alias=True)
     key = ordering.key_of(kind, data)
     place = None if key is None else next_place(session, club.id, key)
+    values = event_row(club.id, kind, data, now, idempotency_key, place)
+    session.execute(insert(tables.events), values)
+    people = people_rows(values["id"], club.id, kind, data)
+    if people:
+        session.execute(insert(tables.event_people), people)
+    return Event(**values)
+
+
+def event_row(
+    club_id: str,
+    kind: str,
+    data: dict[str, Any],
+    now: datetime,
+    idempotency_key: str | None,
+    place: Place | None,
+) -> dict[str, Any]:
+    """A new event's row: its envelope, its place, the trace context current."""
+    event_id = ids.new_id("evt")
     trace = tracing.current()
-    values = {
+    return {
         "id": event_id,
-        "club_id": club.id,
+        "club_id": club_id,
         "kind": kind,
-        "body": event_catalog.envelope(event_id, kind, now, club.id, data, place),
+        "body": event_catalog.envelope(event_id, kind, now, club_id, data, place),
         "created_at": now,
         "idempotency_key": idempotency_key,
-        "ordering_key": key,
+        "ordering_key": None if place is None else place.key,
         "sequence": None if place is None else place.sequence,
         "traceparent": None if trace is None else trace.traceparent,
         "tracestate": None if trace is None else trace.tracestate,
     }
-    session.execute(insert(tables.events), values)
-    people = personal_data.digests(club.id, kind, data)
-    if people:
-        rows = [{"event_id": event_id, "digest": found, "club_id": club.id} for found in people]
-        session.execute(insert(tables.event_people), rows)
-    return Event(**values)
+
+
+def people_rows(
+    event_id: str, club_id: str, kind: str, data: dict[str, Any]
+) -> list[dict[str, str]]:
+    """The digests of the persons an event carries, as rows (ADR 0016)."""
+    people = personal_data.digests(club_id, kind, data)
+    return [{"event_id": event_id, "digest": found, "club_id": club_id} for found in people]
 
 
 def _counting(dialect: str) -> Any:
@@ -126,18 +142,52 @@ def subscribers(session: Session, club_id: str, kind: str) -> Sequence[Endpoint]
 
 def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: datetime) -> None:
     """One delivery per endpoint, due now (or skipped where the endpoint is off); the
-    endpoints' queue heads say so, which wakes the workers. At an ordered endpoint the
-    delivery goes in order: it is held behind the key's delivery still to go, if there is
-    one (``ordering``)."""
+    endpoints' queue heads say so, which wakes the workers."""
+    mark_due(session, fanned_out(session, event, endpoints, now), now)
+
+
+def fanned_out(
+    session: Session, event: Event, endpoints: Sequence[Endpoint], now: datetime
+) -> list[str]:
+    """``fan_out`` but the heads: the endpoints it made a delivery due at. At an ordered
+    endpoint the delivery goes in order: it is held behind the key's delivery still to go,
+    if there is one (``ordering``)."""
     if not endpoints:
-        return
+        return []
     key = event.ordering_key
     ordered = {e.id for e in endpoints if e.enabled and e.ordered} if key is not None else set()
     held = ordered_lines.busy(session, ordered, key) if key is not None and ordered else set()
-    made = {endpoint.id: ids.new_sorted_id("dlv", now) for endpoint in endpoints}
-    rows = [
+    rows = delivery_rows(event, endpoints, now, ordered, held)
+    session.execute(insert(tables.deliveries), rows)
+    if ordered and key is not None and event.sequence is not None:
+        lined = sorted(
+            ((row["id"], row["endpoint_id"]) for row in rows if row["ordering_key"]),
+            key=lambda pair: pair[1],
+        )
+        ordered_lines.line_up(session, lined, Place(key, event.sequence))
+    return [endpoint.id for endpoint in endpoints if endpoint.enabled and endpoint.id not in held]
+
+
+def mark_due(session: Session, endpoint_ids: Collection[str], now: datetime) -> None:
+    """The endpoints' queue heads say they have deliveries due now (which wakes workers)."""
+    if endpoint_ids:
+        connection = session.connection()
+        queue.on(connection).mark_due(connection, endpoint_ids, now)
+
+
+def delivery_rows(
+    event: Event,
+    endpoints: Sequence[Endpoint],
+    now: datetime,
+    ordered: Collection[str] = (),
+    held: Collection[str] = (),
+) -> list[dict[str, Any]]:
+    """An event's new deliveries, one per endpoint: due now where the endpoint is on and not
+    ``held`` (behind its key's delivery still to go), skipped where it is off; in line
+    where the endpoint is ``ordered``."""
+    return [
         {
-            "id": made[endpoint.id],
+            "id": ids.new_sorted_id("dlv", now),
             "club_id": event.club_id,
             "event_id": event.id,
             "endpoint_id": endpoint.id,
@@ -148,17 +198,20 @@ def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: 
             "next_trigger": "scheduled",
             "created_at": now,
             "updated_at": now,
-            "ordering_key": key if endpoint.id in ordered else None,
+            "ordering_key": event.ordering_key if endpoint.id in ordered else None,
         }
         for endpoint in endpoints
     ]
-    session.execute(insert(tables.deliveries), rows)
-    if ordered and key is not None and event.sequence is not None:
-        lined = [(made[endpoint_id], endpoint_id) for endpoint_id in sorted(ordered)]
-        ordered_lines.line_up(session, lined, Place(key, event.sequence))
-    connection = session.connection()
-    due = [endpoint.id for endpoint in endpoints if endpoint.enabled and endpoint.id not in held]
-    queue.on(connection).mark_due(connection, due, now)
+
+
+def checked(kind: str, data: object, idempotency_key: str | None) -> BaseModel:
+    """The event's data, validated against its kind; refused (``InvalidInput``, in words)
+    with a kind that cannot be published, data not of its kind, or a key not a key."""
+    if kind == "ping":
+        raise errors.InvalidInput("ping is sent only by Send test; it cannot be published.")
+    payload = _validated(kind, data)
+    _check_idempotency_key(idempotency_key)
+    return payload
 
 
 def _validated(kind: str, data: object) -> BaseModel:
@@ -175,7 +228,7 @@ def _check_idempotency_key(key: str | None) -> None:
         )
 
 
-def _repeated(earlier: Event, kind: str, payload: BaseModel) -> Event:
+def repeated(earlier: Event, kind: str, payload: BaseModel) -> Event:
     """The earlier event, if this publish repeats it (the same kind and data)."""
     data = payload.model_dump(mode="json", by_alias=True)
     if earlier.kind == kind and orjson.loads(earlier.body)["data"] == data:
@@ -189,23 +242,3 @@ def _repeated(earlier: Event, kind: str, payload: BaseModel) -> Event:
 def _by_idempotency_key(session: Session, club_id: str, key: str) -> Event | None:
     query = select(Event).where(Event.club_id == club_id, Event.idempotency_key == key)
     return session.scalar(query)
-
-
-def publish_batch(
-    session: Session, club: Club, batch: Sequence[event_batches.BatchEvent], now: datetime
-) -> list[tuple[Event, bool]]:
-    """Publish each event of ``batch`` in order, as ``publish`` does (its checks, its span,
-    its answer), in the caller's transaction: all of them, or none when one is refused, the
-    error then saying which (``item``). A key given twice finds the first one's event, as
-    a key repeated by a later request would."""
-    return [_publish_item(session, club, index, item, now) for index, item in enumerate(batch)]
-
-
-def _publish_item(
-    session: Session, club: Club, index: int, item: event_batches.BatchEvent, now: datetime
-) -> tuple[Event, bool]:
-    try:
-        return publish(session, club, item.event, item.data, now, item.idempotency_key)
-    except errors.ClubwireError as refused:
-        refused.item = index
-        raise
