@@ -4,6 +4,7 @@ refused event (named by its place) leaves nothing of the others."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import orjson
 import pytest
@@ -81,7 +82,7 @@ def test_a_refused_event_is_named_and_leaves_nothing(
 
 
 def _game(game_id: str, seed: int) -> BatchEvent:
-    data = event_catalog.sample("game.updated", EPOCH, random.Random(seed))
+    data: dict[str, Any] = event_catalog.sample("game.updated", EPOCH, random.Random(seed))
     data["game"] = {**data["game"], "id": game_id}
     return BatchEvent(event="game.updated", data=data)
 
