@@ -182,6 +182,7 @@ class LanePolicy:
         # Room a lane may take (at its deepest), and the least a lane asks for.
         self._deepest = limits.lane_depth(max(limits.rounds, limits.deep_rounds))
         self._fresh = limits.lane_depth(limits.rounds)  # room a lane takes when leased
+        self._most_doublings = limits.max_lanes.bit_length()  # of ``_to_lease``'s batch
         self._least_refill = limits.refill(limits.rounds)
 
     # -- wake-ups -----------------------------------------------------------------------------
@@ -300,16 +301,24 @@ class LanePolicy:
                 lane.leased, lane.lease_until, lane.stale = fresh, until, False
             self._wanting.setdefault(fresh.endpoint_id)
         count, named = asked
-        if not count:
-            return
-        if len(got - set(renewed)) < count:
-            self._full_leases = 0
-        else:
-            self._full_leases = min(self._full_leases + 1, self.limits.max_lanes.bit_length())
+        taken = len(got - set(renewed))
+        self._count_lease(asked, taken)
+        if count and taken >= count:
             if named is None:
                 self._discover = True
             else:
                 self._named.update(set(named) - got)
+
+    def _count_lease(self, asked: Asked, taken: int) -> None:
+        """Count the rounds in a row whose leases took all they asked for while more may be
+        due (any lane, or more of those named: a lane named alone, as each publish of a burst
+        names it, says nothing of others), for ``_to_lease``; a round that took fewer starts
+        the count again."""
+        count, named = asked
+        if not count:
+            return
+        more = taken >= count and (named is None or len(named) > taken)
+        self._full_leases = min(self._full_leases + 1, self._most_doublings) if more else 0
 
     def _wants(self) -> Wants:
         """How many jobs to claim for each lane that wants some, within the worker's depth;

@@ -325,6 +325,18 @@ def test_drained_lanes_do_not_linger_while_more_lanes_are_due_than_leased() -> N
     assert len(world.sent) == 4
 
 
+def test_lanes_named_one_at_a_time_still_linger() -> None:
+    """Each publish of a burst names its lanes: taking each as it is named says nothing of
+    other lanes due, so drained lanes linger as before (issue 31)."""
+    world = Simulation(WIDE)
+    for endpoint in ("we_a", "we_b", "we_c", "we_d"):
+        world.publish(endpoint, 1)
+        world.policy.wake([endpoint])
+        world.step()
+        world.step()
+    assert set(world.policy.lanes) == {"we_a", "we_b", "we_c", "we_d"}  # drained, lingering
+
+
 def test_a_wake_during_a_claim_keeps_the_lane_from_running_dry() -> None:
     """The claim may have read the queue before the publish that woke it committed: the
     lane claims again rather than lingering with a delivery due."""
