@@ -54,7 +54,12 @@ def database_url(postgres_database: str) -> str:
 def test_workers_woken_together_over_many_endpoints_all_work_and_none_twice(
     settings: Settings, sessions: sessionmaker[Session], tls: Authority, tmp_path: Path
 ) -> None:
-    env = worker_environment(settings.database_url, tls.bundle, **PATIENT)
+    # 16 in flight: one worker alone takes seconds over 500 deliveries answered in 50 ms, so a
+    # worker the busy machine wakes late still finds lanes due (it must never find none
+    # because the other leased every lane before it woke).
+    env = worker_environment(
+        settings.database_url, tls.bundle, CLUBWIRE_MAX_IN_FLIGHT="16", **PATIENT
+    )
     with serving(tls, delay=0.05) as receiver, Workers(tmp_path, env) as workers:
         side_by_side = [workers.start() for _ in range(2)]
         for worker in side_by_side:
