@@ -19,7 +19,15 @@ the worker's connection options), against a database that grows:
   endpoints (5 clubs of 10, each at the receiver of ``bench/delivery.py``): the look's time
   as above, then a ``clubwire worker`` drains for about 10 s, and deliveries/s is the middle
   80 % of the arrivals at the receiver over their time span (10k drain in a few seconds:
-  neither the ramp-up nor the tail counts).
+  neither the ramp-up nor the tail counts);
+- **wide work**: a fresh database with ``--wide`` deliveries (10,000) due now over 50
+  endpoints, and another with the same over 2,000 endpoints (5 each; clubs of 10), each
+  drained by one ``clubwire worker`` as above until all arrived, in ``--wide-rounds`` (3)
+  alternating rounds; the line ``wide 2000 change <±x.x> %`` is the median of the rounds'
+  deliveries/s over 2,000 endpoints against over 50 (issue 38: within 20 %), beside the
+  change in the worker's CPU a delivery (steadier on a busy machine). The 2,000
+  endpoints share the receiver's 50 ports (a path each), so that the run measures the lanes
+  leased, not 2,000 TLS handshakes more.
 
 Deliveries are inserted with one SQL statement each (``testbed.bulk_deliveries``), each due
 1 ms before the next as real retries are spread (one time for all would let PostgreSQL's
@@ -28,12 +36,14 @@ analysed, as autovacuum soon would be.
 
 Targets (issue 12): a look with 1M waiting at most 2× its cost with 10k, on both databases;
 with 1M due over 50 endpoints, deliveries/s within 20 % of the run with 10k due; idle serve
-(SQLite) and worker (PostgreSQL) under 1 % of a core, also with 100k waiting.
+(SQLite) and worker (PostgreSQL) under 1 % of a core, also with 100k waiting. Issue 38: due
+work over 2,000 endpoints within 20 % of the same over 50.
 
 Run from the repository root: ``.venv/bin/python bench/scale.py [--database both]
-[--sizes 10000,100000,1000000] [--looks 100]``. About 4 minutes with the default sizes on this
-machine (2 cores), most of it on PostgreSQL; PostgreSQL databases are made and dropped as in
-``bench/delivery.py`` (``--postgres-url``).
+[--sizes 10000,100000,1000000] [--looks 100] [--wide 10000] [--wide-rounds 3]
+[--only waiting,due,wide]``.
+About 5 minutes with the default sizes on this machine (2 cores), most of it on PostgreSQL;
+PostgreSQL databases are made and dropped as in ``bench/delivery.py`` (``--postgres-url``).
 """
 
 from __future__ import annotations
@@ -83,9 +93,13 @@ SIZES = (10_000, 100_000, 1_000_000)
 LOOKS = 100  # a median of 20 moved 2× between runs on a noisy machine (ADR 0008 session 18)
 HEALTHY, HEALTHY_DUE = 5, 20  # healthy endpoints, and due deliveries each
 DUE_CLUBS, DUE_PER_CLUB = 5, 10  # 50 endpoints with due work
+WIDE, WIDE_ENDPOINTS = 10_000, (50, 2000)  # due deliveries, over so many endpoints
+WIDE_ROUNDS = 3
+SCENARIOS = ("waiting", "due", "wide")
 WAITING_IN, DUE_IN = timedelta(hours=2), timedelta(minutes=-1)
 SETTLE_SECONDS, IDLE_SECONDS = 2.0, 10.0
 DRAIN_SECONDS = 10.0
+DRAIN_POLL = 0.25  # seconds between looks at the receiver's count, when a drain may end early
 TARGET_LOOK_RATIO = 2.0
 TARGET_DUE_CHANGE = 20.0  # per cent
 TARGET_IDLE = 1.0  # per cent of a core
@@ -129,6 +143,9 @@ class Options:
     sizes: list[int]
     looks: int
     postgres_url: str
+    wide: int
+    wide_rounds: int
+    scenarios: list[str]
 
 
 def parse_options(argv: list[str] | None) -> Options:
@@ -139,15 +156,29 @@ def parse_options(argv: list[str] | None) -> Options:
     parser.add_argument("--sizes", default=default_sizes, help=f"waiting ({default_sizes})")
     parser.add_argument("--looks", type=int, default=LOOKS, help=f"timed looks ({LOOKS})")
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="an existing database")
+    parser.add_argument("--wide", type=int, default=WIDE, help=f"wide work, due ({WIDE})")
+    parser.add_argument(
+        "--wide-rounds", type=int, default=WIDE_ROUNDS, help=f"of wide work ({WIDE_ROUNDS})"
+    )
+    default_scenarios = ",".join(SCENARIOS)
+    parser.add_argument("--only", default=default_scenarios, help=f"of {default_scenarios}")
     args = parser.parse_args(argv)
+    scenarios = [name for name in args.only.split(",") if name]
+    if not scenarios or set(scenarios) - set(SCENARIOS):
+        parser.error(f"--only takes some of {default_scenarios}, separated by commas")
     try:
         sizes = sorted({int(size) for size in args.sizes.split(",")})
     except ValueError:
         parser.error("--sizes must be whole numbers separated by commas")
-    if sizes[0] < 1 or args.looks < 2:
-        parser.error("--sizes must be at least 1, --looks at least 2")
+    if sizes[0] < 1 or args.looks < 2 or args.wide < max(WIDE_ENDPOINTS) or args.wide_rounds < 1:
+        parser.error(
+            "--sizes and --wide-rounds must be at least 1, --looks at least 2, "
+            f"--wide at least {max(WIDE_ENDPOINTS)}"
+        )
     databases = list(DATABASES) if args.database == "both" else [args.database]
-    return Options(databases, sizes, args.looks, args.postgres_url)
+    return Options(
+        databases, sizes, args.looks, args.postgres_url, args.wide, args.wide_rounds, scenarios
+    )
 
 
 # -- measuring --------------------------------------------------------------------------------
@@ -162,6 +193,7 @@ class Row:
     looks: list[Look] = field(default_factory=list)
     idle_cpu: float | None = None  # % of a core
     rate: float | None = None  # deliveries/s
+    cpu: float | None = None  # the worker's CPU µs a delivery over its drain
 
     def median(self) -> float:
         return statistics.median(one.total for one in self.looks) * 1000
@@ -230,19 +262,29 @@ def wait_ready(process: Process, port: int) -> None:
     raise BenchError(f"clubwire serve was not ready within {START_TIMEOUT:.0f} s")
 
 
-def drain_rate(bed: Bed, receiver: Receiver, label: str) -> float:
-    """Deliveries/s of a worker draining for about DRAIN_SECONDS: the middle 80 % of the
-    arrivals over their time span, so that neither its start nor the end of a small backlog
-    counts."""
+def drain(
+    bed: Bed, receiver: Receiver, label: str, expected: int | None = None
+) -> tuple[float, float]:
+    """Deliveries/s of a worker draining for about DRAIN_SECONDS (or until ``expected``
+    deliveries arrived): the middle 80 % of the arrivals over their time span, so that neither
+    its start nor the end of a small backlog counts; and the worker's CPU µs a delivery
+    arrived over the whole drain (steadier than the rate on a busy machine; its start-up
+    apart)."""
     receiver.reset()
     with worker(bed, label) as process:
         wait_started(process)
-        time.sleep(DRAIN_SECONDS)
+        before, deadline = process_cpu(process.popen.pid), time.monotonic() + DRAIN_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(DRAIN_POLL)
+            if expected is not None and sum(receiver.counts().values()) >= expected:
+                break
+        after = process_cpu(process.popen.pid)
         process.check()
     times = sorted(at for arrived in receiver.arrivals().values() for at in arrived.values())
     first, last = len(times) // 10, len(times) * 9 // 10
     seconds = times[last] - times[first] if last > first else 0.0
-    return (last - first) / seconds if seconds else 0.0
+    spent = (after or 0.0) - (before or 0.0)
+    return ((last - first) / seconds if seconds else 0.0), spent / max(1, len(times)) * 1e6
 
 
 # -- the scenarios ----------------------------------------------------------------------------
@@ -280,23 +322,50 @@ def due(name: str, workdir: Path, tls: Tls, receiver: Receiver, options: Options
             slugs = [f"due-{n}" for n in range(DUE_CLUBS)]
             bulk_deliveries(bed, targets(bed, slugs, DUE_PER_CLUB, receiver), size, DUE_IN, "due")
             row = Row(name, size, time_looks(bed, options.looks))
-            row.rate = drain_rate(bed, receiver, f"due-{size}")
+            row.rate, row.cpu = drain(bed, receiver, f"due-{size}")
             rows.append(row)
             print(f"  {DATABASES[name]} {size:,} due: {row.median():.2f} ms", flush=True)
     return rows
 
 
+def wide(name: str, workdir: Path, tls: Tls, receiver: Receiver, options: Options) -> list[Row]:
+    """``--wide`` deliveries due now over each of ``WIDE_ENDPOINTS`` endpoints (in clubs of
+    10), each in a database of its own, drained by a worker until all arrived; in
+    ``--wide-rounds`` rounds, the widths in turn in each (so that the machine's speed, which
+    moves between minutes, moves both). A row a drain: its size is the endpoints."""
+    rows = []
+    with ExitStack() as stack:
+        beds = {}
+        for count in WIDE_ENDPOINTS:
+            folder = workdir / f"{name}-wide-{count}"
+            bed = prepare_bed(stack, name, folder, tls, options.postgres_url)
+            slugs = [f"wide-{n}" for n in range(count // DUE_PER_CLUB)]
+            beds[count] = (bed, targets(bed, slugs, DUE_PER_CLUB, receiver))
+        for round_ in range(options.wide_rounds):
+            for count, (bed, found) in beds.items():
+                bulk_deliveries(bed, found, options.wide, DUE_IN, f"wide{round_}")
+                row = Row(name, count)
+                row.rate, row.cpu = drain(bed, receiver, f"wide-{count}-{round_}", options.wide)
+                rows.append(row)
+                print(f"  {DATABASES[name]} {options.wide:,} due over {count:,}: {row.rate:,.0f}/s")
+    return rows
+
+
 def targets(bed: Bed, slugs: list[str], each: int, receiver: Receiver | None) -> list[Target]:
-    """``each`` endpoints in each of these new clubs, at the receiver's roles d0, d1, … (or,
-    without a receiver, at a port nobody listens on: they are never sent to)."""
+    """``each`` endpoints in each of these new clubs, at the receiver's roles d0, d1, … (past
+    the last role, again from d0 on a path of their own; or, without a receiver, at a port
+    nobody listens on: they are never sent to)."""
     found: list[Target] = []
     (closed,) = free_ports(1)
+    roles = DUE_CLUBS * DUE_PER_CLUB
     with bed.sessions.begin() as session:
         for slug in slugs:
             club = new_club(session, slug)
             for _ in range(each):
-                role = f"d{len(found)}"
+                n = len(found)
+                role = f"d{n % roles}"
                 url = receiver.url(role) if receiver else f"https://{HOST}:{closed}/{role}"
+                url += f"/{n}" if n >= roles else ""
                 endpoint, _ = new_endpoint(session, bed, club, url)
                 found.append(Target(club.id, endpoint.id))
     return found
@@ -356,6 +425,32 @@ def report_due(rows: list[Row]) -> None:
             )
 
 
+def report_wide(rows: list[Row], due: int) -> None:
+    print(
+        f"\nwide work: {due:,} deliveries due now, one worker draining them: deliveries/s, and "
+        "the worker's CPU µs a delivery, by round"
+    )
+    narrow, widest = WIDE_ENDPOINTS
+    for name in DATABASES:
+        ours = [row for row in rows if row.database == name]
+        if not ours:
+            continue
+        pairs = list(zip(ours[::2], ours[1::2], strict=True))
+        for count, side in ((narrow, 0), (widest, 1)):
+            rates = " · ".join(f"{pair[side].rate or 0:,.0f}" for pair in pairs)
+            cpus = " · ".join(f"{pair[side].cpu or 0:.0f}" for pair in pairs)
+            print(f"  {DATABASES[name]:<11} {count:>6,} endpoints  {rates} /s   {cpus} µs")
+        changes = [((wide_.rate or 0) / (few.rate or 1) - 1) * 100 for few, wide_ in pairs]
+        cpu = [((wide_.cpu or 0) / (few.cpu or 1) - 1) * 100 for few, wide_ in pairs]
+        change = statistics.median(changes)
+        by_round = " · ".join(f"{one:+.1f}" for one in changes)
+        target = f"target within {TARGET_DUE_CHANGE:.0f} %: {met(change > -TARGET_DUE_CHANGE)}"
+        print(
+            f"  {DATABASES[name]} wide {widest} change {change:+.1f} %   ({target}; median of "
+            f"rounds {by_round}; CPU a delivery {statistics.median(cpu):+.1f} %)"
+        )
+
+
 def short(size: int) -> str:
     """10k, 1M: sizes as the issue writes them."""
     if size >= 1_000_000 and size % 1_000_000 == 0:
@@ -371,17 +466,25 @@ def met(done: bool) -> str:
 
 
 def bench(options: Options) -> bool:
-    waiting_rows, due_rows = [], []
+    waiting_rows, due_rows, wide_rows = [], [], []
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clubwire-scale-")))
         tls = make_tls(workdir)
         roles = [f"d{n}" for n in range(DUE_CLUBS * DUE_PER_CLUB)]
         receiver = start_receiver(stack, workdir, tls.server_pem, roles)
         for name in options.databases:
-            waiting_rows += waiting(name, workdir, tls, options)
-            due_rows += due(name, workdir, tls, receiver, options)
-    report_waiting(waiting_rows)
-    report_due(due_rows)
+            if "waiting" in options.scenarios:
+                waiting_rows += waiting(name, workdir, tls, options)
+            if "due" in options.scenarios:
+                due_rows += due(name, workdir, tls, receiver, options)
+            if "wide" in options.scenarios:
+                wide_rows += wide(name, workdir, tls, receiver, options)
+    if waiting_rows:
+        report_waiting(waiting_rows)
+    if due_rows:
+        report_due(due_rows)
+    if wide_rows:
+        report_wide(wide_rows, options.wide)
     return True
 
 

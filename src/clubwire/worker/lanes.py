@@ -44,7 +44,7 @@ DEEP_ROUNDS = 16
 PACE_SECONDS = 1.0
 PACE_AFTER = 0.1  # seconds of a lane's attempts before its pace counts
 LANE_TURN = 5.0
-LANES_A_ROUND = 1
+LANES_FIRST = 1  # lanes leased a round until a lease finds as many due as it asked for twice
 RATE_SECONDS = 2
 STRAINED_PAUSE = 0.1  # seconds a lane narrowed to one waits after each attempt that strains it
 RETRIES_KEPT = 64  # the earliest retries a worker remembers, to look when they come due
@@ -174,12 +174,15 @@ class LanePolicy:
         self._wanting: dict[str, None] = {}  # lanes to claim for, in the order they asked
         self._named: set[str] = set()  # endpoints a wake-up named, to lease
         self._discover = True  # lease any lanes with due work in the next round
+        self._full_leases = 0  # lease rounds in a row that found all the lanes they asked for
         self._claiming: set[str] = set()  # lanes in the claim under way
         self._restarts: dict[str, int] = {}  # of the lanes claimed for, as the claim began
         self.busy = 0  # jobs waiting or running in all lanes (the sum of their ``busy``)
         self._retries: list[datetime] = []  # the earliest retries it recorded, in order
         # Room a lane may take (at its deepest), and the least a lane asks for.
         self._deepest = limits.lane_depth(max(limits.rounds, limits.deep_rounds))
+        self._fresh = limits.lane_depth(limits.rounds)  # room a lane takes when leased
+        self._most_doublings = limits.max_lanes.bit_length()  # of ``_to_lease``'s batch
         self._least_refill = limits.refill(limits.rounds)
 
     # -- wake-ups -----------------------------------------------------------------------------
@@ -226,18 +229,27 @@ class LanePolicy:
         finally:
             self._claimed()
 
-    def room_for_lanes(self, room: int | None = None) -> int:
-        """How many more lanes the worker may lease (``room``: jobs it may still hold)."""
+    def room_for_lanes(self, room: int | None = None, fresh: bool = False) -> int:
+        """How many more lanes the worker may lease (``room``: jobs it may still hold): as
+        many as would fill it at their deepest, or (``fresh``) as many as fill it as they
+        are when leased, which is what a round may lease (``_to_lease``): most lanes never
+        grow deep, and a lane that does claims more only while the worker has room."""
         room = self._room() if room is None else room
-        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // self._deepest))
+        each = self._fresh if fresh else self._deepest
+        lanes = min(self.limits.max_lanes - len(self.lanes), max(1, room // each))
         return 0 if room < self._least_refill or self.stopping else max(0, lanes)
 
     def _to_lease(self) -> Asked:
         """How many lanes to lease, and of which endpoints (None: any with due work): one a
-        round, so that workers looking at the same moment (all woken by one give-back)
-        share the lanes due rather than the first taking them all; the next round leases
-        the next while it has room."""
-        lanes = min(self.room_for_lanes(), LANES_A_ROUND)
+        round at first, so that workers looking at the same moment (all woken by one
+        give-back or publish) share a few lanes due rather than the first taking them all;
+        once two rounds in a row found all they asked for (so many are due that the others
+        find theirs too), twice as many each round, up to the room the worker has for lanes.
+        One a round for ever made 2,000 endpoints due at once take 2,000 rounds before every
+        lane was sending (issue 38: −61 % on SQLite, −73 % on PostgreSQL against the same
+        deliveries over 50 endpoints)."""
+        batch = LANES_FIRST << max(0, self._full_leases - 1)
+        lanes = min(self.room_for_lanes(fresh=True), batch)
         if not lanes:
             return 0, None
         if self._discover:
@@ -273,7 +285,7 @@ class LanePolicy:
         """Lanes leased or renewed until ``until``, as ``asked`` (``_to_lease``); renewed
         lanes not among them were lost (their leases ran out and another worker took them):
         they claim nothing more. If all the lanes asked for came, more may be due: look
-        again (of the named endpoints, those left)."""
+        again (of the named endpoints, those left), for more at a time (``_to_lease``)."""
         got = {lane.endpoint_id for lane in leased}
         for endpoint_id in renewed:
             if endpoint_id not in got:
@@ -289,11 +301,24 @@ class LanePolicy:
                 lane.leased, lane.lease_until, lane.stale = fresh, until, False
             self._wanting.setdefault(fresh.endpoint_id)
         count, named = asked
-        if count and len(got - set(renewed)) >= count:
+        taken = len(got - set(renewed))
+        self._count_lease(asked, taken)
+        if count and taken >= count:
             if named is None:
                 self._discover = True
             else:
                 self._named.update(set(named) - got)
+
+    def _count_lease(self, asked: Asked, taken: int) -> None:
+        """Count the rounds in a row whose leases took all they asked for while more may be
+        due (any lane, or more of those named: a lane named alone, as each publish of a burst
+        names it, says nothing of others), for ``_to_lease``; a round that took fewer starts
+        the count again."""
+        count, named = asked
+        if not count:
+            return
+        more = taken >= count and (named is None or len(named) > taken)
+        self._full_leases = min(self._full_leases + 1, self._most_doublings) if more else 0
 
     def _wants(self) -> Wants:
         """How many jobs to claim for each lane that wants some, within the worker's depth;
@@ -470,8 +495,12 @@ class LanePolicy:
     def done(self, now: float) -> list[str]:
         """Lanes with nothing waiting or in flight, and none in the claim under way, that
         claim nothing more and do not linger: marked closing, to be given back once their
-        results are recorded (``given_back``)."""
-        crowded = bool(self._named or self._discover) and not self.room_for_lanes()
+        results are recorded (``given_back``). None lingers while other lanes wait to be
+        leased and the worker has no room for them, or its leases keep finding all they ask
+        for (more lanes are due than it holds: over 2,000 endpoints due, drained lanes that
+        lingered filled its ``max_lanes`` and stalled its leases until all were given back)."""
+        waited = bool(self._named or self._discover) and not self.room_for_lanes()
+        crowded = waited or self._full_leases > 1
         done = [
             endpoint_id
             for endpoint_id, lane in self.lanes.items()

@@ -264,6 +264,79 @@ def test_a_lingering_lane_is_given_back_at_once_when_the_worker_needs_its_room()
     assert world.sent == ["dlv_0000", "dlv_0001", "dlv_0002"]
 
 
+# Room for many lanes: 100 fresh lanes of 6 jobs.
+WIDE = Limits(per_endpoint=2, rounds=2, depth=600, max_lanes=64, turn=5.0)
+
+
+def wide_world(endpoints: int) -> Simulation:
+    """A worker with room for many lanes, and ``endpoints`` endpoints with one due each."""
+    world = Simulation(WIDE)
+    for n in range(endpoints):
+        world.publish(f"we_{n:03d}", 1)
+    return world
+
+
+def test_a_worker_leases_twice_as_many_lanes_a_round_while_it_finds_all_it_asked_for() -> None:
+    """One a round for two rounds, then doubling up to its room: 2,000 endpoints due at once
+    took 2,000 rounds one a round (issue 38)."""
+    world = wide_world(100)
+    held = []
+    for _ in range(8):
+        world.claim()
+        held.append(len(world.policy.lanes))
+    assert held == [1, 2, 4, 8, 16, 32, 64, 64]  # max_lanes
+
+
+def test_a_lease_that_finds_fewer_than_it_asked_for_starts_again_from_one() -> None:
+    world = wide_world(3)
+    held = []
+    for _ in range(3):
+        world.claim()
+        held.append(len(world.policy.lanes))
+    assert held == [1, 2, 3]  # the third asked for two
+    for n in range(3, 13):
+        world.publish(f"we_{n:03d}", 1)
+    world.policy.wake(None)
+    world.claim()
+    assert len(world.policy.lanes) == 4
+
+
+def test_workers_woken_together_over_many_endpoints_share_them() -> None:
+    """Each grows its leases at the same pace, so neither takes the lanes from the other."""
+    first, second = wide_world(100), Simulation(WIDE)
+    second.queue = first.queue
+    for _ in range(6):
+        first.claim()
+        second.claim()
+    assert len(first.policy.lanes) == len(second.policy.lanes) == 32
+    assert first.policy.lanes.keys().isdisjoint(second.policy.lanes)
+
+
+def test_drained_lanes_do_not_linger_while_more_lanes_are_due_than_leased() -> None:
+    """Over 2,000 endpoints due, lanes that lingered filled ``max_lanes`` and the worker
+    leased nothing until all of them were given back."""
+    world = wide_world(100)
+    for _ in range(3):
+        world.claim()  # 1, 1, 2: each found all it asked for
+    world.attempt()
+    world.attempt()  # the runners end
+    assert world.flush() == ["we_000", "we_001", "we_002", "we_003"]  # all ran dry
+    assert world.policy.lanes == {}
+    assert len(world.sent) == 4
+
+
+def test_lanes_named_one_at_a_time_still_linger() -> None:
+    """Each publish of a burst names its lanes: taking each as it is named says nothing of
+    other lanes due, so drained lanes linger as before (issue 31)."""
+    world = Simulation(WIDE)
+    for endpoint in ("we_a", "we_b", "we_c", "we_d"):
+        world.publish(endpoint, 1)
+        world.policy.wake([endpoint])
+        world.step()
+        world.step()
+    assert set(world.policy.lanes) == {"we_a", "we_b", "we_c", "we_d"}  # drained, lingering
+
+
 def test_a_wake_during_a_claim_keeps_the_lane_from_running_dry() -> None:
     """The claim may have read the queue before the publish that woke it committed: the
     lane claims again rather than lingering with a delivery due."""
