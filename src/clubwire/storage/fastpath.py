@@ -2,9 +2,10 @@
 
 Everything an API request needs to decide is read in one indexed query: the key's hash,
 scopes, revocation and expiry, the club's module switch and its programs version. The rows
-read are kept in memory while nothing can have changed them: on SQLite until any commit to
-the database; on PostgreSQL while a listening connection hears PostgreSQL's notices of every
-change to them (ADR 0010), and read for every request while it cannot. So a revocation is
+read are kept in memory while nothing can have changed them: on SQLite until a commit moves
+``api_changes.version`` (migration 0022); on PostgreSQL while a listening connection hears
+PostgreSQL's notices of every change to them (ADR 0010), and read for every request while it
+cannot. So a revocation is
 seen by every request that arrives after its commit (SQLite) or its notice (PostgreSQL);
 on the process that made the change, by every request after its commit (``changes_api``).
 """
@@ -35,6 +36,8 @@ FROM api_keys AS k JOIN clubs AS c ON c.id = k.club_id
 WHERE k.prefix = {prefix} AND c.slug = {slug}
 """
 
+# Moved by triggers whenever what the rows hold changes (migration 0022).
+CHANGES_QUERY = "SELECT version FROM api_changes"
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
@@ -101,10 +104,13 @@ def _moment(value: object) -> datetime | None:
 
 class SqliteReader:
     """Reads in the event loop itself: an indexed SQLite read in WAL mode takes microseconds,
-    less than handing it to a thread would. The rows read are kept until any connection
-    commits to the database (``PRAGMA data_version``, which changes with every commit but
-    this connection's, which writes nothing): a revocation, a program change or any other
-    write, by any process, is seen by every request that arrives after its commit.
+    less than handing it to a thread would. The rows read are kept until a commit to the
+    database moves ``api_changes.version`` (migration 0022's triggers, on every change to
+    what the rows hold). That number is read only when ``PRAGMA data_version`` moved (any
+    commit by any other connection; this one writes nothing), so the API's own frequent
+    writes (rate counts, a key's last use) cost a read of one row, not every kept row: a
+    revocation, a program change, by any process, is seen by every request that arrives
+    after its commit.
 
     The version is looked at once per turn of the event loop, by its first request: every
     request a turn serves had arrived before that turn began (its bytes were read in this
@@ -120,7 +126,8 @@ class SqliteReader:
         self._connection.execute("PRAGMA busy_timeout=1000")
         self._connection.execute("PRAGMA query_only=ON")
         self._rows: Recent[tuple[str, str], KeyRow] = Recent(kept)
-        self._version: object = None  # the database's data_version the rows were read at
+        self._version: object = None  # the database's data_version when last looked at
+        self._changes: object = None  # api_changes.version the rows were read at
         self._looked = False  # at the version, in this turn of the event loop
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
@@ -134,12 +141,15 @@ class SqliteReader:
         return row
 
     def _look(self) -> None:
-        """Forget the rows if anything was committed since they were read; look again in
+        """Forget the rows if what they hold changed since they were read; look again in
         the next turn of the event loop."""
         version = self._connection.execute("PRAGMA data_version").fetchone()[0]
         if version != self._version:
-            self._rows.clear()
             self._version = version
+            changes = self._connection.execute(CHANGES_QUERY).fetchone()[0]
+            if changes != self._changes:
+                self._rows.clear()
+                self._changes = changes
         self._looked = True
         asyncio.get_running_loop().call_soon(self._turn_ended)
 
