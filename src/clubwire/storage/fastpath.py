@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from clubwire.domain.recent import Recent
-from clubwire.storage import database
+from clubwire.storage import database, notices
 
 _KEY_QUERY = """
 SELECT k.id, k.secret_hash, k.scopes, k.revoked_at IS NOT NULL, k.expires_at,
@@ -41,10 +41,13 @@ CHANGES_QUERY = "SELECT version FROM api_changes"
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
-CHANNEL = "clubwire_api"  # migration 0010's triggers notify it
+CHANNEL = "clubwire_api"  # told after the commit of each change_api transaction
 LISTENER = "clubwire-api-notices"  # the listening connection's application_name
 RECONNECT_AFTER = 1.0  # seconds after the listening connection was lost
-CHECK_ALIVE_EVERY = 5.0  # seconds without a notice before the connection is checked
+# Seconds between reads of the change counter on the listening connection: the longest a
+# change no notice told of (made outside clubwire's services, or by a process that died
+# between its commit and its notice) stays unseen. It checks the connection is alive too.
+CHECK_EVERY = 1.0
 _CHANGES_API = "clubwire.changes_api"  # in a session's info: see changes_api
 
 log = logging.getLogger(__name__)
@@ -64,10 +67,11 @@ class KeyRow:
 
 def changes_api(session: Session) -> None:
     """Note that ``session``'s transaction changes what authorises an API request (what
-    migration 0010's triggers watch). As it ends, this process forgets the rows it keeps,
+    migration 0022's triggers watch). As it ends, this process forgets the rows it keeps,
     before its answer leaves: the next request here needs no notice, which, on a busy
-    machine, may come after it."""
+    machine, may come after it. Once it commits, every process is told (on PostgreSQL)."""
     session.info[_CHANGES_API] = True
+    notices.after_commit(session.connection(), CHANNEL, [CHANNEL])
 
 
 class Reader(Protocol):
@@ -301,14 +305,24 @@ class KeptRows:
         ) as connection:
             await connection.execute(f"LISTEN {CHANNEL}")
             self._forget()
+            changes = await self._changes(connection)
             self._listening = True
             if self._lost:
                 log.info("hearing the API change notices again; keeping key rows")
                 self._lost = False
             while True:
-                async for _ in connection.notifies(timeout=CHECK_ALIVE_EVERY):
+                async for _ in connection.notifies(timeout=CHECK_EVERY):
                     self._forget()
-                await connection.execute("SELECT 1")  # a silent, dead connection raises here
+                # A change no notice told of; a silent, dead connection raises here.
+                seen, changes = changes, await self._changes(connection)
+                if changes != seen:
+                    self._forget()
+
+    @staticmethod
+    async def _changes(connection: Connection) -> object:
+        cursor = await connection.execute(CHANGES_QUERY)
+        found = await cursor.fetchone()
+        return None if found is None else found[0]
 
     def _transaction_ended(self, session: Session, transaction: SessionTransaction) -> None:
         if transaction.parent is None and session.info.pop(_CHANGES_API, False):

@@ -31,7 +31,8 @@ def key(settings: Settings, sessions: sessionmaker[Session]) -> str:
 
 
 def _change_unheard(sessions: sessionmaker[Session], prefix: str, scopes: str) -> None:
-    """Change the key's scopes with its notice switched off: only a read sees it."""
+    """Change the key's scopes with its trigger switched off (no notice is sent, the change
+    counter does not move): only a read sees it."""
     with sessions.begin() as session:
         session.execute(text("ALTER TABLE api_keys DISABLE TRIGGER api_keys_api_changed"))
         session.execute(update(ApiKey).where(ApiKey.prefix == prefix).values(scopes=scopes))
@@ -52,6 +53,18 @@ async def _until(check: Callable[[], Awaitable[bool]]) -> float:
     return time.monotonic() - start
 
 
+async def _until_row(
+    reader: fastpath.KeptRows, prefix: str, holds: Callable[[fastpath.KeyRow], bool]
+) -> float:
+    """Seconds until the key's row, as the reader gives it, ``holds``."""
+
+    async def check() -> bool:
+        row = await reader.key_row("granite", prefix)
+        return row is not None and holds(row)
+
+    return await _until(check)
+
+
 async def _open(settings: Settings, sessions: sessionmaker[Session]) -> fastpath.KeptRows:
     reader = await fastpath.open_reader(settings.sqlalchemy_url, sessions, settings.api_kept_keys)
     assert isinstance(reader, fastpath.KeptRows)
@@ -68,10 +81,17 @@ async def _kept(reader: fastpath.KeptRows, prefix: str) -> bool:
     return reader.kept(("granite", prefix))
 
 
-def test_rows_are_kept_until_a_change_is_noticed(
-    settings: Settings, sessions: sessionmaker[Session], key: str
+def test_rows_are_kept_until_a_change_is_told_of(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    key: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async def run() -> float:
+    """A notice on the channel (sent after another process's commit) makes the reader
+    forget, the change counter unmoved."""
+    monkeypatch.setattr(fastpath, "CHECK_EVERY", 3600.0)  # the notice alone
+
+    async def run() -> None:
         reader = await _open(settings, sessions)
         try:
             await _listening(reader, key)
@@ -79,13 +99,28 @@ def test_rows_are_kept_until_a_change_is_noticed(
             row = await reader.key_row("granite", key)
             assert row is not None
             assert row.scopes == "read:programs"  # from memory: no read saw the change
+            with sessions.begin() as session:
+                session.execute(text(f"NOTIFY {fastpath.CHANNEL}"))
+            await _until_row(reader, key, lambda row: row.scopes == "read:games")
+        finally:
+            await reader.close()
+
+    asyncio.run(run())
+
+
+def test_a_change_no_notice_told_of_is_seen_by_the_change_counter(
+    settings: Settings, sessions: sessionmaker[Session], key: str
+) -> None:
+    """A revocation made outside clubwire's services (an operator's psql; or by a process
+    that died before its notice went out) moves ``api_changes`` only: the reader reads it
+    every ``CHECK_EVERY`` seconds (the bound, ADR 0010) and then forgets."""
+
+    async def run() -> float:
+        reader = await _open(settings, sessions)
+        try:
+            await _listening(reader, key)
             _revoke(sessions, key)
-
-            async def revoked() -> bool:
-                row = await reader.key_row("granite", key)
-                return row is not None and row.revoked
-
-            return await _until(revoked)
+            return await _until_row(reader, key, lambda row: row.revoked)
         finally:
             await reader.close()
 
