@@ -23,7 +23,7 @@ from clubwire.domain import (
     text,
 )
 from clubwire.services import clubs, programs
-from clubwire.services.delivery import events, replays
+from clubwire.services.delivery import events, replays, subscriptions
 from clubwire.services.personal_data import erasures
 from clubwire.settings import Settings
 from clubwire.storage import models
@@ -424,8 +424,10 @@ def _publish_once(
 def _published(
     session: Session, slug: str, body: EventIn, now: datetime, idempotency_key: str | None
 ) -> tuple[EventOut, bool]:
-    club = clubs.get_club(session, slug)
-    event, created = events.publish(session, club, body.event, body.data, now, idempotency_key)
+    club_id = subscriptions.club_id(session, slug)  # kept: no read once known
+    event, created = events.publish_to(
+        session, club_id, body.event, body.data, now, idempotency_key
+    )
     return EventOut(id=event.id, ordering_key=event.ordering_key, sequence=event.sequence), created
 
 
