@@ -454,7 +454,9 @@ def _delete_program(session: Session, slug: str, program_id: str) -> None:
     programs.delete_program(session, clubs.get_club(session, slug), program_id)
 
 
-def _platform_guard(request: Request) -> None:
+async def _platform_guard(request: Request) -> None:
+    """Asynchronous (it waits for nothing): FastAPI runs a synchronous dependency on its
+    thread pool, a hop there and back for every request."""
     expected = context.of(request).settings.platform_token
     if expected is None:
         raise errors.Forbidden(
