@@ -16,7 +16,7 @@ from clubwire.services.club_api import keys
 from clubwire.settings import Settings
 from clubwire.storage import fastpath
 from clubwire.storage.models import ApiKey
-from tests.factories import EPOCH, make_club, make_key
+from tests.factories import EPOCH, make_club, make_endpoint, make_key
 
 WAIT = 5.0  # seconds at most for a notice or a lost connection to be seen
 
@@ -251,3 +251,27 @@ def test_at_most_the_kept_number_of_rows_are_kept_the_most_recently_used(
             await reader.close()
 
     assert asyncio.run(run()) == [True, False, True]
+
+
+def test_what_authorises_nothing_moves_no_change_counter(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    """A key's last use (written once a minute per key in use) and an endpoint's last answer
+    leave ``api_changes`` as it was (migration 0022's triggers watch chosen columns only);
+    a revocation moves it."""
+    with sessions.begin() as session:
+        club = make_club(session, "granite")
+        key, _ = make_key(session, club)
+        make_endpoint(session, club, settings)
+
+    def version() -> int:
+        with sessions() as session:
+            return int(session.execute(text(fastpath.CHANGES_QUERY)).scalar_one())
+
+    before = version()
+    _note_use(sessions, key.prefix)
+    with sessions.begin() as session:
+        session.execute(text("UPDATE endpoints SET last_response_code = 200, dead_in_a_row = 0"))
+    assert version() == before
+    _revoke(sessions, key.prefix)
+    assert version() > before
