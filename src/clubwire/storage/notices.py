@@ -40,6 +40,9 @@ NOTIFIER = "clubwire-notices"  # the notifier's connection's application_name
 CLOSE_IDLE_AFTER = 10.0  # seconds without a notice to send before its connections close
 FLUSH_AT_EXIT = 2.0  # seconds at most that a process's exit waits for its last notices
 
+# A notice's transaction holds the instance's notify lock until its commit is flushed, and
+# nothing needs it flushed (it tells of commits flushed already): it does not wait for that.
+_OPTIONS = "-c synchronous_commit=off"
 _PENDING = "clubwire.notices"  # a connection's info: {channel: words} of its transaction
 _TAKEN = "clubwire.notices.taken"  # a session's info: its connections' pending notes
 _SEND = """SELECT pg_notify(n.channel, n.payload)
@@ -182,6 +185,7 @@ class _Notifier:
                 autocommit=True,
                 application_name=NOTIFIER,
                 connect_timeout=database.CONNECT_TIMEOUT,
+                options=_OPTIONS,
             )
             self._connections[conninfo] = connection
         return connection
