@@ -6,7 +6,8 @@ PostgreSQL instance (so that notices keep commit order), and holds it until the 
 flushed: every publish notifying in its own transaction made concurrent publishes commit one
 at a time. Here a writer only notes, on its connection, what to tell (``after_commit``); as
 its session's transaction commits, the notes go to this process's notifier, which sends
-whatever has gathered meanwhile, merged, in one statement of its own. Only the notifier's
+them on a connection of its own: from the committing thread when it can, else from its
+thread, merged with whatever gathered meanwhile, in one statement. Only the notifier's
 short transactions take the lock, one process's at a time. A rolled-back transaction's notes
 are dropped.
 
@@ -18,11 +19,13 @@ the API processes read the change counter every ``fastpath.CHECK_EVERY`` (1 s).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -37,7 +40,7 @@ from clubwire.storage import database
 # chunks of this many.
 WORDS_PER_NOTICE = 200
 NOTIFIER = "clubwire-notices"  # the notifier's connection's application_name
-CLOSE_IDLE_AFTER = 10.0  # seconds without a notice to send before its connections close
+CLOSE_IDLE_AFTER = 10.0  # seconds a connection goes unused before it is closed
 FLUSH_AT_EXIT = 2.0  # seconds at most that a process's exit waits for its last notices
 
 # A notice's transaction holds the instance's notify lock until its commit is flushed, and
@@ -99,20 +102,32 @@ def _ended(session: Session, transaction: SessionTransaction) -> None:
 
 
 class _Notifier:
-    """The process's sender: a thread that merges what commits handed it while it was
-    sending, and sends it in one statement per database on a connection it keeps (closed
-    after ``CLOSE_IDLE_AFTER`` seconds with nothing to send)."""
+    """The process's sender, on a connection per database it keeps (closed after
+    ``CLOSE_IDLE_AFTER`` seconds with nothing to send). The committing thread sends its own
+    notes when no send is under way and it is not an event loop's (a web request's thread, a
+    CLI): handed to another thread, a notice waited for the interpreter's lock as long as the
+    committing process kept it busy (10 ms of a request's work after its commit made a
+    wake-up 10 ms late). Otherwise the notes go to the notifier's thread, which merges what
+    was handed to it while it was sending and sends it in one statement."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[str, Notes] | threading.Event] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._sending = threading.Lock()  # held by whoever uses the connections
         self._pid: int | None = None  # the process the thread runs in (none after a fork)
         self._connections: dict[str, psycopg.Connection[tuple[Any, ...]]] = {}
+        self._used: dict[str, float] = {}  # when each connection was last used
 
     def send(self, url: URL, notes: Notes) -> None:
         self._start()
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._queue.put((conninfo, notes))
+        if _on_event_loop() or not self._sending.acquire(blocking=False):
+            self._queue.put((conninfo, notes))
+            return
+        try:
+            self._send(conninfo, notes)
+        finally:
+            self._sending.release()
 
     def flush(self, timeout: float) -> bool:
         if self._pid != os.getpid():
@@ -126,7 +141,8 @@ class _Notifier:
             if self._pid == os.getpid():
                 return
             self._pid = os.getpid()
-            self._connections = {}
+            self._connections, self._used = {}, {}
+            self._sending = threading.Lock()
             threading.Thread(target=self._run, name=NOTIFIER, daemon=True).start()
 
     def _run(self) -> None:
@@ -134,11 +150,13 @@ class _Notifier:
             try:
                 first = self._queue.get(timeout=CLOSE_IDLE_AFTER)
             except queue.Empty:
-                self._close_all()
+                with self._sending:
+                    self._close_idle()
                 continue
             gathered, flushes = self._gather(first)
-            for conninfo, notes in gathered.items():
-                self._send(conninfo, notes)
+            with self._sending:
+                for conninfo, notes in gathered.items():
+                    self._send(conninfo, notes)
             for done in flushes:
                 done.set()
 
@@ -188,16 +206,29 @@ class _Notifier:
                 options=_OPTIONS,
             )
             self._connections[conninfo] = connection
+        self._used[conninfo] = time.monotonic()
         return connection
 
     def _close(self, conninfo: str) -> None:
+        self._used.pop(conninfo, None)
         connection = self._connections.pop(conninfo, None)
         if connection is not None:
             connection.close()
 
-    def _close_all(self) -> None:
-        for conninfo in list(self._connections):
+    def _close_idle(self) -> None:
+        """Close the connections no send used for ``CLOSE_IDLE_AFTER`` seconds."""
+        idle_since = time.monotonic() - CLOSE_IDLE_AFTER
+        for conninfo in [c for c, used in self._used.items() if used < idle_since]:
             self._close(conninfo)
+
+
+def _on_event_loop() -> bool:
+    """Whether this thread runs an event loop (a worker's steps): it must not wait."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 _notifier = _Notifier()
