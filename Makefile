@@ -42,6 +42,7 @@ bench: $(READY)
 	$(PYTHON) bench/erasure.py
 	$(PYTHON) bench/tracing.py
 	$(PYTHON) bench/kept.py
+	$(PYTHON) bench/notify.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -66,7 +66,7 @@ def event_publish_batch(slug: str, file: str, as_json: bool) -> None:
     try:
         with transaction(current) as session:
             club = clubs.get_club(session, slug)
-            published = batches.publish_batch(session, club, batch, timestamps.utc_now())
+            published = batches.publish_batch(session, club.id, batch, timestamps.utc_now())
             answer = [{"id": found.id, "repeated": not new} for found, new in published]
     except errors.ClubwireError as refused:
         if refused.item is None:

@@ -52,6 +52,15 @@ SQLITE_OLDEST = (3, 35, 0)
 # jit_above_cost and compiling took 223 of a claim's 311 ms (45 ms without; issue 12).
 WORKER_POSTGRES_OPTIONS = {"options": "-c synchronous_commit=off -c jit=off"}
 WORKER_POSTGRES_ENGINE: dict[str, Any] = {"pool_recycle": 300, "hide_parameters": True}
+# The services' PostgreSQL connections (web, CLI) are pinged before use only after waiting
+# in the pool this many seconds: a ping before every use (``pool_pre_ping``) was a round trip
+# of every request, an eighth of a publish's (issue 38). Under load a connection comes back
+# into use within milliseconds; one that waited through a restart (longer than this) is
+# pinged and replaced, so the very next requests succeed. A connection whose session ended
+# within this time of its last use (a backend killed under load) fails one request (503),
+# and the pool then replaces every connection it holds.
+PING_AFTER_IDLE = 0.1
+_RETURNED = "clubwire.returned"  # in a pooled connection's info: when it came back
 # Seconds to wait for a PostgreSQL connection (unless the URL says): an unreachable host is a
 # clear error (and /readyz a 503) in that time, not a wait for the operating system to give up.
 CONNECT_TIMEOUT = 10
@@ -88,11 +97,30 @@ def engine_for(settings: Settings, worker: bool = False) -> Engine:
         args = postgres_connect_args(url, worker)
         if worker:
             return create_engine(url, connect_args=args, **WORKER_POSTGRES_ENGINE)
-        return create_engine(url, connect_args=args, pool_pre_ping=True, hide_parameters=True)
+        engine = create_engine(url, connect_args=args, hide_parameters=True)
+        event.listen(engine, "checkin", _checked_in)
+        event.listen(engine, "checkout", functools.partial(_ping_if_idle, engine))
+        return engine
     require_sqlite(sqlite3.sqlite_version_info)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     return sqlite_engine(url)
+
+
+def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+    record.info[_RETURNED] = time.monotonic()
+
+
+def _ping_if_idle(engine: Engine, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    """Ping a connection that waited in the pool more than ``PING_AFTER_IDLE`` seconds; one
+    that fails is replaced by the pool (``DisconnectionError``)."""
+    returned = record.info.get(_RETURNED)
+    if returned is None or time.monotonic() - returned <= PING_AFTER_IDLE:
+        return
+    try:
+        engine.dialect.do_ping(dbapi_connection)
+    except psycopg.Error as error:
+        raise sqlalchemy.exc.DisconnectionError(str(error)) from error
 
 
 def worker_engine_async(url: URL) -> AsyncEngine:

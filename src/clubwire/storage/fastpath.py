@@ -2,9 +2,10 @@
 
 Everything an API request needs to decide is read in one indexed query: the key's hash,
 scopes, revocation and expiry, the club's module switch and its programs version. The rows
-read are kept in memory while nothing can have changed them: on SQLite until any commit to
-the database; on PostgreSQL while a listening connection hears PostgreSQL's notices of every
-change to them (ADR 0010), and read for every request while it cannot. So a revocation is
+read are kept in memory while nothing can have changed them: on SQLite until a commit moves
+``api_changes.version`` (migration 0022); on PostgreSQL while a listening connection hears
+PostgreSQL's notices of every change to them (ADR 0010), and read for every request while it
+cannot. So a revocation is
 seen by every request that arrives after its commit (SQLite) or its notice (PostgreSQL);
 on the process that made the change, by every request after its commit (``changes_api``).
 """
@@ -26,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from clubwire.domain.recent import Recent
-from clubwire.storage import database
+from clubwire.storage import database, notices
 
 _KEY_QUERY = """
 SELECT k.id, k.secret_hash, k.scopes, k.revoked_at IS NOT NULL, k.expires_at,
@@ -35,13 +36,18 @@ FROM api_keys AS k JOIN clubs AS c ON c.id = k.club_id
 WHERE k.prefix = {prefix} AND c.slug = {slug}
 """
 
+# Moved by triggers whenever what the rows hold changes (migration 0022).
+CHANGES_QUERY = "SELECT version FROM api_changes"
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
-CHANNEL = "clubwire_api"  # migration 0010's triggers notify it
+CHANNEL = "clubwire_api"  # told after the commit of each change_api transaction
 LISTENER = "clubwire-api-notices"  # the listening connection's application_name
 RECONNECT_AFTER = 1.0  # seconds after the listening connection was lost
-CHECK_ALIVE_EVERY = 5.0  # seconds without a notice before the connection is checked
+# Seconds between reads of the change counter on the listening connection: the longest a
+# change no notice told of (made outside clubwire's services, or by a process that died
+# between its commit and its notice) stays unseen. It checks the connection is alive too.
+CHECK_EVERY = 1.0
 _CHANGES_API = "clubwire.changes_api"  # in a session's info: see changes_api
 
 log = logging.getLogger(__name__)
@@ -61,10 +67,11 @@ class KeyRow:
 
 def changes_api(session: Session) -> None:
     """Note that ``session``'s transaction changes what authorises an API request (what
-    migration 0010's triggers watch). As it ends, this process forgets the rows it keeps,
+    migration 0022's triggers watch). As it ends, this process forgets the rows it keeps,
     before its answer leaves: the next request here needs no notice, which, on a busy
-    machine, may come after it."""
+    machine, may come after it. Once it commits, every process is told (on PostgreSQL)."""
     session.info[_CHANGES_API] = True
+    notices.after_commit(session.connection(), CHANNEL, [CHANNEL])
 
 
 class Reader(Protocol):
@@ -101,10 +108,13 @@ def _moment(value: object) -> datetime | None:
 
 class SqliteReader:
     """Reads in the event loop itself: an indexed SQLite read in WAL mode takes microseconds,
-    less than handing it to a thread would. The rows read are kept until any connection
-    commits to the database (``PRAGMA data_version``, which changes with every commit but
-    this connection's, which writes nothing): a revocation, a program change or any other
-    write, by any process, is seen by every request that arrives after its commit.
+    less than handing it to a thread would. The rows read are kept until a commit to the
+    database moves ``api_changes.version`` (migration 0022's triggers, on every change to
+    what the rows hold). That number is read only when ``PRAGMA data_version`` moved (any
+    commit by any other connection; this one writes nothing), so the API's own frequent
+    writes (rate counts, a key's last use) cost a read of one row, not every kept row: a
+    revocation, a program change, by any process, is seen by every request that arrives
+    after its commit.
 
     The version is looked at once per turn of the event loop, by its first request: every
     request a turn serves had arrived before that turn began (its bytes were read in this
@@ -120,7 +130,8 @@ class SqliteReader:
         self._connection.execute("PRAGMA busy_timeout=1000")
         self._connection.execute("PRAGMA query_only=ON")
         self._rows: Recent[tuple[str, str], KeyRow] = Recent(kept)
-        self._version: object = None  # the database's data_version the rows were read at
+        self._version: object = None  # the database's data_version when last looked at
+        self._changes: object = None  # api_changes.version the rows were read at
         self._looked = False  # at the version, in this turn of the event loop
 
     async def key_row(self, slug: str, prefix: str) -> KeyRow | None:
@@ -134,12 +145,15 @@ class SqliteReader:
         return row
 
     def _look(self) -> None:
-        """Forget the rows if anything was committed since they were read; look again in
+        """Forget the rows if what they hold changed since they were read; look again in
         the next turn of the event loop."""
         version = self._connection.execute("PRAGMA data_version").fetchone()[0]
         if version != self._version:
-            self._rows.clear()
             self._version = version
+            changes = self._connection.execute(CHANGES_QUERY).fetchone()[0]
+            if changes != self._changes:
+                self._rows.clear()
+                self._changes = changes
         self._looked = True
         asyncio.get_running_loop().call_soon(self._turn_ended)
 
@@ -291,14 +305,24 @@ class KeptRows:
         ) as connection:
             await connection.execute(f"LISTEN {CHANNEL}")
             self._forget()
+            changes = await self._changes(connection)
             self._listening = True
             if self._lost:
                 log.info("hearing the API change notices again; keeping key rows")
                 self._lost = False
             while True:
-                async for _ in connection.notifies(timeout=CHECK_ALIVE_EVERY):
+                async for _ in connection.notifies(timeout=CHECK_EVERY):
                     self._forget()
-                await connection.execute("SELECT 1")  # a silent, dead connection raises here
+                # A change no notice told of; a silent, dead connection raises here.
+                seen, changes = changes, await self._changes(connection)
+                if changes != seen:
+                    self._forget()
+
+    @staticmethod
+    async def _changes(connection: Connection) -> object:
+        cursor = await connection.execute(CHANGES_QUERY)
+        found = await cursor.fetchone()
+        return None if found is None else found[0]
 
     def _transaction_ended(self, session: Session, transaction: SessionTransaction) -> None:
         if transaction.parent is None and session.info.pop(_CHANGES_API, False):

@@ -463,6 +463,18 @@ class RateCount(Base):
     count: Mapped[int] = mapped_column(Integer)
 
 
+class ApiChanges(Base):
+    """One row: a number that moves, by triggers in the transaction of the change, whenever
+    what processes keep in memory changes (keys, clubs' switches and versions, endpoints'
+    subscriptions; migration 0022, ADR 0010)."""
+
+    __tablename__ = "api_changes"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 class SecretKeyCheck(Base):
     """One row: a known value sealed with the secret key (``sealing.CHECK_VALUE``), so that a
     process can tell at start whether its ``CLUBWIRE_SECRET_KEY`` opens the stored secrets."""

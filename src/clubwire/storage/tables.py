@@ -8,6 +8,7 @@ from typing import cast
 from sqlalchemy import Table
 
 from clubwire.storage.models import (
+    ApiChanges,
     Attempt,
     Club,
     Delivery,
@@ -20,6 +21,7 @@ from clubwire.storage.models import (
     QueueHead,
 )
 
+api_changes = cast(Table, ApiChanges.__table__)
 attempts = cast(Table, Attempt.__table__)
 clubs = cast(Table, Club.__table__)
 deliveries = cast(Table, Delivery.__table__)

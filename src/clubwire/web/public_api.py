@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from clubwire import errors
 from clubwire.domain import key_format, program_wire, rate_limits, scopes
 from clubwire.domain.rate_limits import Standing
+from clubwire.domain.recent import Recent
 from clubwire.services.club_api import api_access
 from clubwire.services.club_api.api_access import ApiAccess, ApiClient, Caller
 from clubwire.settings import Settings
@@ -42,10 +43,13 @@ class Programs:
     The listing's entity tag is computed once per cached listing: ``ApiAccess`` keeps each
     club's bytes per programs version, so a body that is not the object last seen for its
     club is a new listing. A 304 does the same work as a 200, but for sending the body.
+    Tags are kept for as many clubs as ``ApiAccess`` keeps listings, the most recently
+    used: a tag holds its listing's bytes (kept for every club ever served, they grew a
+    serve process by the size of each new club's listing, bench/kept.py, issue 38).
     """
 
-    def __init__(self) -> None:
-        self._tagged: dict[str, _Tagged] = {}  # club id → its listing's tag, as last seen
+    def __init__(self, kept: int) -> None:
+        self._tagged: Recent[str, _Tagged] = Recent(kept)  # club id → its listing's tag
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = await self._answer(scope, _Presented.of(scope))
@@ -78,7 +82,8 @@ class Programs:
     def _tag(self, club_id: str, body: bytes) -> _Tagged:
         known = self._tagged.get(club_id)
         if known is None or known.body is not body:
-            known = self._tagged[club_id] = _Tagged.of(body)
+            known = _Tagged.of(body)
+            self._tagged.keep(club_id, known)
         return known
 
 
@@ -244,7 +249,7 @@ def routes(settings: Settings, prefix: str) -> list[BaseRoute]:
         return Response(body, media_type="application/json")
 
     return [
-        _Route(prefix + PROGRAMS_PATH, Programs(), methods=["GET"]),
+        _Route(prefix + PROGRAMS_PATH, Programs(settings.api_kept_listings), methods=["GET"]),
         _Route(prefix + DOCUMENT_PATH, document, methods=["GET"]),
         _Preflight(prefix + "/api/{path:path}", refuse_preflight, methods=["OPTIONS"]),
     ]

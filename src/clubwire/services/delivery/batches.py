@@ -7,7 +7,7 @@ batch's places, one for its events, one for its deliveries, one for the queue he
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +21,9 @@ from clubwire.domain import ordering
 from clubwire.domain.event_batches import BatchEvent
 from clubwire.domain.ordering import Place
 from clubwire.services import ordered_lines
-from clubwire.services.delivery import events
+from clubwire.services.delivery import events, subscriptions
 from clubwire.storage import database, tables
-from clubwire.storage.models import Club, Endpoint, Event
+from clubwire.storage.models import Event
 
 _c = tables.ordering_counters.c
 
@@ -41,27 +41,27 @@ Planned = _New | Event | int  # made; a repeat of an earlier event; of the batch
 
 
 def publish_batch(
-    session: Session, club: Club, batch: Sequence[BatchEvent], now: datetime
+    session: Session, club_id: str, batch: Sequence[BatchEvent], now: datetime
 ) -> list[tuple[Event, bool]]:
     """Publish each event of ``batch`` as ``events.publish`` would, in order, in the
     caller's transaction: all of them, or none when one is refused. A key given twice finds
     the first one's event, as a key repeated by a later request would."""
-    plan = _planned(session, club.id, batch)
-    places = iter(_places(session, club.id, [e for e in plan if isinstance(e, _New)]))
-    endpoints = _endpoints(session, club)
+    plan = _planned(session, club_id, batch)
+    places = iter(_places(session, club_id, [e for e in plan if isinstance(e, _New)]))
+    endpoints = subscriptions.of_club(session, club_id)
     published: list[tuple[Event, bool]] = []
     rows: list[dict[str, Any]] = []
     people: list[dict[str, str]] = []
     for entry in plan:
         kind = entry.kind if isinstance(entry, (_New, Event)) else published[entry][0].kind
-        with tracing.publishing(kind, club.id) as span:
+        with tracing.publishing(kind, club_id) as span:
             if isinstance(entry, _New):
                 key, place = entry.idempotency_key, next(places)
-                row = events.event_row(club.id, kind, entry.data, now, key, place)
+                row = events.event_row(club_id, kind, entry.data, now, key, place)
                 rows.append(row)
-                people.extend(events.people_rows(row["id"], club.id, kind, entry.data))
+                people.extend(events.people_rows(row["id"], club_id, kind, entry.data))
                 published.append((Event(**row), True))
-                span.published(row["id"], len(endpoints.get(kind, ())), repeated=False)
+                span.published(row["id"], len(endpoints.of(kind)), repeated=False)
             else:
                 earlier = entry if isinstance(entry, Event) else published[entry][0]
                 published.append((earlier, False))
@@ -157,35 +157,20 @@ def _places(session: Session, club_id: str, made: Sequence[_New]) -> list[Place 
     return places
 
 
-def _endpoints(session: Session, club: Club) -> dict[str, list[Endpoint]]:
-    """The club's endpoints by the kinds they subscribe to (none while its module is off)."""
-    if not club.webhooks_enabled:
-        return {}
-    by_kind: dict[str, list[Endpoint]] = {}
-    for endpoint in session.scalars(select(Endpoint).where(Endpoint.club_id == club.id)):
-        for kind in endpoint.events.split():
-            by_kind.setdefault(kind, []).append(endpoint)
-    return by_kind
-
-
 def _fan_out(
-    session: Session,
-    new: Sequence[Event],
-    endpoints: Mapping[str, Sequence[Endpoint]],
-    now: datetime,
+    session: Session, new: Sequence[Event], endpoints: subscriptions.Subscriptions, now: datetime
 ) -> None:
     """The new events' deliveries, and the queue heads. An event that goes in order to an
     endpoint is fanned out on its own, after the events before it (its delivery may wait
     behind theirs); the endpoints' rows that needs are held first, all of them, in one
     order."""
-    in_order = {
-        e.id for event in new for e in endpoints.get(event.kind, ()) if e.enabled and e.ordered
-    }
+    by_kind = {kind: endpoints.of(kind) for kind in {event.kind for event in new}}
+    in_order = {e.id for to in by_kind.values() for e in to if e.enabled and e.ordered}
     ordered_lines.lock_endpoints(session, in_order, shared=True)
     rows: list[dict[str, Any]] = []
     due: set[str] = set()
     for event in new:
-        to = endpoints.get(event.kind, ())
+        to = by_kind[event.kind]
         if any(endpoint.id in in_order for endpoint in to):
             due.update(events.fanned_out(session, event, to, now))
         else:

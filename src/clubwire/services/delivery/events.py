@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import BaseModel
@@ -16,16 +16,40 @@ from clubwire.domain import event_batches, event_catalog, ordering, personal_dat
 from clubwire.domain.delivering import SkipReason, Status
 from clubwire.domain.ordering import Place
 from clubwire.services import ordered_lines
+from clubwire.services.delivery import subscriptions
 from clubwire.storage import database, queue, tables
-from clubwire.storage.models import Club, Endpoint, Event
+from clubwire.storage.models import Club, Event
 
 MAX_IDEMPOTENCY_KEY = event_batches.MAX_IDEMPOTENCY_KEY
 _c = tables.ordering_counters.c
 
 
+class Subscribed(Protocol):
+    """An endpoint as a fan-out needs it (a ``subscriptions.Subscriber``, or the model)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def ordered(self) -> bool: ...
+
+
 def publish(
     session: Session,
     club: Club,
+    kind: str,
+    data: object,
+    now: datetime,
+    idempotency_key: str | None = None,
+) -> tuple[Event, bool]:
+    """``publish_to`` the club."""
+    return publish_to(session, club.id, kind, data, now, idempotency_key)
+
+
+def publish_to(
+    session: Session,
+    club_id: str,
     kind: str,
     data: object,
     now: datetime,
@@ -37,16 +61,18 @@ def publish(
     event and creates nothing; the same key with another kind or other data is refused, so a
     key reused by mistake cannot swallow an event. While the club's module is off the event
     is recorded with no deliveries; an endpoint that is off gets its delivery as ``skipped``.
+    The subscriptions are those as of the event's insert (``subscriptions``): kept in
+    memory, read again only after a change.
     """
     payload = checked(kind, data, idempotency_key)
-    with tracing.publishing(kind, club.id) as span:
+    with tracing.publishing(kind, club_id) as span:
         if idempotency_key is not None:
-            earlier = _by_idempotency_key(session, club.id, idempotency_key)
+            earlier = _by_idempotency_key(session, club_id, idempotency_key)
             if earlier is not None:
                 span.published(earlier.id, 0, repeated=True)
                 return repeated(earlier, kind, payload), False
-        event = record_event(session, club, kind, payload, now, idempotency_key)
-        endpoints = subscribers(session, club.id, kind) if club.webhooks_enabled else ()
+        event, version = _recorded(session, club_id, kind, payload, now, idempotency_key)
+        endpoints = subscriptions.subscribed(session, club_id, kind, version)
         fan_out(session, event, endpoints, now)
         span.published(event.id, len(endpoints), repeated=False)
     return event, True
@@ -67,15 +93,33 @@ def record_event(
     published in (with tracing on: every attempt of it continues that trace). The row is
     written at once, by one INSERT (the unit of work's flush cost a publish an eighth of its
     CPU); the event returned is not in the session."""
+    return _recorded(session, club.id, kind, payload, now, idempotency_key)[0]
+
+
+def _recorded(
+    session: Session,
+    club_id: str,
+    kind: str,
+    payload: BaseModel,
+    now: datetime,
+    idempotency_key: str | None,
+) -> tuple[Event, int]:
+    """``record_event``, and ``api_changes.version`` as its INSERT saw it (the same round
+    trip)."""
     data = payload.model_dump(mode="json", by_alias=True)
     key = ordering.key_of(kind, data)
-    place = None if key is None else next_place(session, club.id, key)
-    values = event_row(club.id, kind, data, now, idempotency_key, place)
-    session.execute(insert(tables.events), values)
-    people = people_rows(values["id"], club.id, kind, data)
+    place = None if key is None else next_place(session, club_id, key)
+    values = event_row(club_id, kind, data, now, idempotency_key, place)
+    version = session.execute(_INSERT_EVENT, values).scalar_one()
+    people = people_rows(values["id"], club_id, kind, data)
     if people:
         session.execute(insert(tables.event_people), people)
-    return Event(**values)
+    return Event(**values), int(version)
+
+
+_INSERT_EVENT = insert(tables.events).returning(
+    select(tables.api_changes.c.version).scalar_subquery()
+)
 
 
 def event_row(
@@ -135,19 +179,14 @@ def next_place(session: Session, club_id: str, key: str) -> Place:
     return Place(key, connection.execute(statement, {"club": club_id, "key": key}).scalar_one())
 
 
-def subscribers(session: Session, club_id: str, kind: str) -> Sequence[Endpoint]:
-    endpoints = session.scalars(select(Endpoint).where(Endpoint.club_id == club_id)).all()
-    return [endpoint for endpoint in endpoints if kind in endpoint.events.split()]
-
-
-def fan_out(session: Session, event: Event, endpoints: Sequence[Endpoint], now: datetime) -> None:
+def fan_out(session: Session, event: Event, endpoints: Sequence[Subscribed], now: datetime) -> None:
     """One delivery per endpoint, due now (or skipped where the endpoint is off); the
     endpoints' queue heads say so, which wakes the workers."""
     mark_due(session, fanned_out(session, event, endpoints, now), now)
 
 
 def fanned_out(
-    session: Session, event: Event, endpoints: Sequence[Endpoint], now: datetime
+    session: Session, event: Event, endpoints: Sequence[Subscribed], now: datetime
 ) -> list[str]:
     """``fan_out`` but the heads: the endpoints it made a delivery due at. At an ordered
     endpoint the delivery goes in order: it is held behind the key's delivery still to go,
@@ -177,7 +216,7 @@ def mark_due(session: Session, endpoint_ids: Collection[str], now: datetime) -> 
 
 def delivery_rows(
     event: Event,
-    endpoints: Sequence[Endpoint],
+    endpoints: Sequence[Subscribed],
     now: datetime,
     ordered: Collection[str] = (),
     held: Collection[str] = (),

@@ -1,21 +1,22 @@
 """The delivery queue on PostgreSQL: its order in ``queue_entries`` (so that a recorded
 attempt updates its delivery in place), every lane's jobs in one statement, results recorded
-from JSON documents, and workers woken by ``NOTIFY`` naming the endpoints that changed."""
+from JSON documents, and workers woken by ``NOTIFY`` naming the endpoints that changed, sent
+after the commit (``storage.notices``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 
 import psycopg
-from sqlalchemy import Connection, String, bindparam, func, literal_column, select, text
+from sqlalchemy import Connection, String, bindparam, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.util import greenlet_spawn
 
-from clubwire.storage import database, tables
+from clubwire.storage import database, notices, tables
 from clubwire.storage.queue import rows
 from clubwire.storage.queue.heads import Pending, Queue, Row, Want, upsert_heads
 from clubwire.storage.queue.link import Link, Step, T, Wake
@@ -24,8 +25,6 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "clubwire_deliveries"  # endpoints with deliveries due
 CHANGED_CHANNEL = "clubwire_endpoints"  # endpoints that changed
-# NOTIFY payloads are at most 8,000 bytes: endpoint ids (at most 32 characters) go in chunks.
-IDS_PER_NOTIFY = 200
 RECONNECT_AFTER = 1.0
 
 
@@ -61,7 +60,6 @@ _JOBS = text(
     """
 ).bindparams(rows.NOW)
 
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 # The batch's rows, found through the primary key (never a scan of the table, whatever the
 # statistics say): attempts of deliveries deleted meanwhile are dropped.
 _BATCH = "deliveries.id = ANY(string_to_array(:ids, ' '))"
@@ -108,33 +106,14 @@ _RELEASE = text(
 ).bindparams(rows.NOW)
 
 
-# The heads marked due and the workers told, in one round trip. The endpoints go in their
-# order (each head is locked as it is written, so concurrent publishes lock in one order).
-_MARKED = (
-    upsert_heads(
-        insert(tables.queue_heads).from_select(
-            ["endpoint_id", "next_due_at"],
-            select(func.unnest(bindparam("endpoints", type_=ARRAY(String))), rows.NOW),
-        )
+# The heads marked due. The endpoints go in their order (each head is locked as it is
+# written, so concurrent publishes lock in one order).
+_MARK_DUE = upsert_heads(
+    insert(tables.queue_heads).from_select(
+        ["endpoint_id", "next_due_at"],
+        select(func.unnest(bindparam("endpoints", type_=ARRAY(String))), rows.NOW),
     )
-    .returning(literal_column("1"))
-    .cte("marked")
 )
-_MARK_DUE = select(func.pg_notify(bindparam("channel"), bindparam("payload"))).select_from(
-    select(func.count()).select_from(_MARKED).subquery()
-)
-
-
-def _chunks(endpoint_ids: Collection[str]) -> Iterator[list[str]]:
-    """The endpoints in order, as many at a time as one NOTIFY's payload holds."""
-    ordered = sorted(endpoint_ids)
-    for start in range(0, len(ordered), IDS_PER_NOTIFY):
-        yield ordered[start : start + IDS_PER_NOTIFY]
-
-
-def _notify(connection: Connection, channel: str, endpoint_ids: Collection[str]) -> None:
-    for chunk in _chunks(endpoint_ids):
-        connection.execute(_NOTIFY, {"channel": channel, "payload": " ".join(chunk)})
 
 
 class PostgresQueue(Queue):
@@ -148,22 +127,17 @@ class PostgresQueue(Queue):
     def mark_due(
         self, connection: Connection, endpoint_ids: Collection[str], now: datetime
     ) -> None:
-        """The heads written and the workers told in one statement (a round trip less for
-        every publish: 6 % of its CPU, ADR 0008 session 19)."""
-        for chunk in _chunks(endpoint_ids):
-            values = {
-                "endpoints": chunk,
-                "now": now,
-                "channel": CHANNEL,
-                "payload": " ".join(chunk),
-            }
-            connection.execute(_MARK_DUE, values)
+        """The heads written; the workers told after the commit, never inside it (a notice
+        in a writer's transaction made concurrent commits wait for one another: issue 38)."""
+        if endpoint_ids:
+            connection.execute(_MARK_DUE, {"endpoints": sorted(endpoint_ids), "now": now})
+            notices.after_commit(connection, CHANNEL, endpoint_ids)
 
     def wake(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
-        _notify(connection, CHANNEL, endpoint_ids)
+        notices.after_commit(connection, CHANNEL, endpoint_ids)
 
     def changed(self, connection: Connection, endpoint_ids: Collection[str]) -> None:
-        _notify(connection, CHANGED_CHANNEL, endpoint_ids)
+        notices.after_commit(connection, CHANGED_CHANNEL, endpoint_ids)
 
     def rows(self, connection: Connection, now: datetime, wants: Mapping[str, Want]) -> list[Row]:
         if not wants:

@@ -180,7 +180,8 @@ def test_thousands_of_buckets_are_added_in_statements_of_a_few_shapes(
     sessions: sessionmaker[Session],
 ) -> None:
     """A process counting for thousands of clubs a second: every total comes back right,
-    and the statements that add them come in at most ``CHUNK`` sizes, each compiled once."""
+    and the statements that add them come in at most 7 sizes (``CHUNK`` and the powers of
+    two below it), each compiled once, whatever the numbers of buckets."""
     first = [(f"club:{n}", 7, 1) for n in range(rate_counts.CHUNK * 2 + 37)]
     second = [(f"club:{n}", 7, 2) for n in range(0, len(first), 3)]
     with sessions.begin() as session:
@@ -190,4 +191,7 @@ def test_thousands_of_buckets_are_added_in_statements_of_a_few_shapes(
     assert sorted(totals) == sorted((bucket, 7, 3) for bucket, _, _ in second)
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(RateCount)) == len(first)
-    assert rate_counts._adding.cache_info().currsize <= rate_counts.CHUNK
+    with sessions.begin() as session:
+        for count in range(1, rate_counts.CHUNK * 2):
+            rate_counts.add(session.connection(), first[:count])
+    assert rate_counts._adding.cache_info().currsize <= rate_counts.CHUNK.bit_length()

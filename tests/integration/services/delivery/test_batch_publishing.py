@@ -34,7 +34,7 @@ def test_each_event_is_published_in_order_to_its_subscribers(
         session, club, settings, kinds=("registration.created", "member.updated")
     )
     batch = [_item(), _item("member.updated"), _item(seed=1)]
-    published = batches.publish_batch(session, club, batch, EPOCH)
+    published = batches.publish_batch(session, club.id, batch, EPOCH)
     assert [(event.kind, created) for event, created in published] == [
         (item.event, True) for item in batch
     ]
@@ -49,7 +49,7 @@ def test_a_key_twice_is_the_first_event_twice(session: Session, settings: Settin
     club = make_club(session)
     make_endpoint(session, club, settings)
     (first, made), (again, made_again) = batches.publish_batch(
-        session, club, [_item(key="k-1"), _item(key="k-1")], EPOCH
+        session, club.id, [_item(key="k-1"), _item(key="k-1")], EPOCH
     )
     assert (again.id, made, made_again) == (first.id, True, False)
     assert session.scalar(select(func.count()).select_from(Delivery)) == 1
@@ -74,7 +74,7 @@ def test_a_refused_event_is_named_and_leaves_nothing(
         make_endpoint(session, club, settings)
     batch = [_item(key="k-1"), _item(seed=2), refused]
     with pytest.raises(error) as raised, sessions.begin() as session:
-        batches.publish_batch(session, clubs.get_club(session, "granite"), batch, EPOCH)
+        batches.publish_batch(session, clubs.get_club(session, "granite").id, batch, EPOCH)
     assert raised.value.item == 2
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(Event)) == 0
@@ -96,7 +96,7 @@ def test_a_batch_gives_each_resource_the_next_places_in_order(
     make_endpoint(session, club, settings, kinds=("game.updated",))
     events.publish(session, club, "game.updated", _game("g1", 0).data, EPOCH)
     batch = [_game("g1", 1), _game("g2", 2), _game("g1", 3), _game("g2", 4)]
-    published = batches.publish_batch(session, club, batch, EPOCH)
+    published = batches.publish_batch(session, club.id, batch, EPOCH)
     places = [(event.ordering_key, event.sequence) for event, _ in published]
     assert places == [("game:g1", 2), ("game:g2", 1), ("game:g1", 3), ("game:g2", 2)]
     bodies = [orjson.loads(event.body) for event, _ in published]
@@ -120,7 +120,7 @@ def test_at_an_ordered_endpoint_a_batch_lines_up_its_resource_s_events(
         ordered=True,
     )
     loose, _ = make_endpoint(session, club, settings, kinds=kinds)
-    first, second = batches.publish_batch(session, club, [_game("g1", 1), _game("g1", 2)], EPOCH)
+    first, second = batches.publish_batch(session, club.id, [_game("g1", 1), _game("g1", 2)], EPOCH)
     due = session.execute(
         select(Delivery.event_id, Delivery.endpoint_id, Delivery.next_attempt_at)
     ).all()

@@ -30,7 +30,7 @@ from clubwire.domain.delivering import Result, RetrySchedule, judge
 from clubwire.services import clubs, endpoints
 from clubwire.services.delivery import claims, deliveries, events, records
 from clubwire.settings import Settings
-from clubwire.storage import database
+from clubwire.storage import database, notices
 from clubwire.storage.models import Club, Delivery, Endpoint, QueueHead
 from clubwire.storage.queue import Want, postgres, sqlite
 from tests.factories import (
@@ -189,10 +189,10 @@ def test_listening_workers_are_told_which_endpoint_changed(
 def test_a_publish_to_more_endpoints_than_a_notice_holds_marks_and_names_them_all(
     sessions: sessionmaker[Session], settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PostgreSQL marks the heads and notifies in one statement a chunk of endpoints."""
+    """PostgreSQL marks the heads, and each notice after the commit names a chunk of them."""
     if settings.is_sqlite:
         pytest.skip("NOTIFY is PostgreSQL's")
-    monkeypatch.setattr(postgres, "IDS_PER_NOTIFY", 2)
+    monkeypatch.setattr(notices, "WORDS_PER_NOTICE", 2)
     with sessions.begin() as session:
         club = make_club(session)
         made = sorted(make_endpoint(session, club, settings)[0].id for _ in range(5))
@@ -201,8 +201,8 @@ def test_a_publish_to_more_endpoints_than_a_notice_holds_marks_and_names_them_al
         listener.execute(f"LISTEN {postgres.CHANNEL}")
         with sessions.begin() as session:
             events.publish(session, club, "registration.created", registration(), EPOCH)
-        notices = list(listener.notifies(timeout=5, stop_after=3))
-    assert [notice.payload.split() for notice in notices] == [made[:2], made[2:4], made[4:]]
+        heard = list(listener.notifies(timeout=5, stop_after=3))
+    assert [notice.payload.split() for notice in heard] == [made[:2], made[2:4], made[4:]]
     with sessions() as session:
         due = dict(session.execute(select(QueueHead.endpoint_id, QueueHead.next_due_at)).all())
     assert due == dict.fromkeys(made, EPOCH)
