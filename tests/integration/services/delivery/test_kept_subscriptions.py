@@ -11,9 +11,10 @@ import pytest
 from sqlalchemy import Engine, event, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from clubwire.domain.event_batches import BatchEvent
 from clubwire.domain.off_reasons import OffReason
 from clubwire.services import clubs, endpoints
-from clubwire.services.delivery import events, subscriptions
+from clubwire.services.delivery import batches, events, subscriptions
 from clubwire.settings import Settings
 from clubwire.storage import database
 from clubwire.storage.models import Delivery
@@ -119,3 +120,25 @@ def test_changes_through_the_services_are_seen_by_the_next_publish(
         with sessions.begin() as session:
             change(session)
         assert _publish(sessions, "granite") == expected
+
+
+def test_a_batch_sees_an_endpoint_deleted_elsewhere(
+    sessions: sessionmaker[Session], elsewhere: Engine, club: tuple[str, str, str]
+) -> None:
+    """A batch reads the change counter once, before it writes: kept subscriptions at
+    another number are read again."""
+    club_id, first, second = club
+    with elsewhere.begin() as connection:
+        connection.execute(
+            text("DELETE FROM deliveries WHERE endpoint_id = :first"), {"first": first}
+        )
+        connection.execute(text("DELETE FROM endpoints WHERE id = :first"), {"first": first})
+    batch = [BatchEvent(event=KIND, data=registration()) for _ in range(2)]
+    with sessions.begin() as session:
+        published = batches.publish_batch(session, club_id, batch, EPOCH)
+        made = session.scalars(
+            select(Delivery.endpoint_id).where(
+                Delivery.event_id.in_([found.id for found, _ in published])
+            )
+        ).all()
+    assert made == [second, second]
