@@ -13,6 +13,7 @@ HMAC-SHA256 of ``b"<t>." + raw_body`` keyed with the UTF-8 of the whole ``whsec_
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -59,8 +60,10 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
     """Return the bare hex HMAC-SHA256 of ``b"<timestamp>." + body`` keyed with ``secret``."""
     _require_bytes(body)
     _require_secret(secret)
-    message = f"{timestamp}.".encode() + body
-    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
+    mac = _keyed(secret).copy()
+    mac.update(f"{timestamp}.".encode())
+    mac.update(body)
+    return mac.hexdigest()
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -93,6 +96,13 @@ def verify(
     _check_signature(signature(secret, timestamp, body), candidates)
     _check_tolerance(timestamp, tolerance, time.time() if now is None else now)
     return timestamp
+
+
+@functools.lru_cache(maxsize=4096)
+def _keyed(secret: str) -> hmac.HMAC:
+    """An HMAC already keyed with ``secret``, made once per secret: each signature copies it
+    (keying costs as much as hashing a short body again)."""
+    return hmac.new(secret.encode("utf-8"), digestmod=hashlib.sha256)
 
 
 def _require_bytes(body: object) -> None:

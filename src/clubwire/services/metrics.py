@@ -113,7 +113,8 @@ class AttemptCounts:
         bucket = bisect.bisect_left(ATTEMPT_BUCKETS, seconds)  # the first bound ≥ seconds
         with self._lock:
             self._counts[outcome, trigger] += 1
-            self._steered.update(steered)
+            if steered:  # most attempts steer nothing: no call to Counter.update
+                self._steered.update(steered)
             self._buckets[bucket] += 1
             self._seconds += seconds
 

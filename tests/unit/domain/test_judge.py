@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime, timedelta
 
 import pytest
@@ -83,7 +82,7 @@ def test_an_ask_within_the_steps_spread_wins_only_over_an_earlier_draw() -> None
 
 
 def test_the_last_attempt_is_dead_whatever_the_receiver_asked() -> None:
-    last = dataclasses.replace(_job(), attempts_made=len(SCHEDULE.delays))
+    last = _job()._replace(attempts_made=len(SCHEDULE.delays))
     verdict = judge(last, False, EPOCH, SCHEDULE, 0, code=503, asked=LATER)
     assert verdict == Verdict(Status.DEAD, None, became_dead=True)
 

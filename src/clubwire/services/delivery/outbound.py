@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import NamedTuple, Self
 
 import aiohttp
 import yarl
@@ -92,8 +92,7 @@ class PublicResolver(AbstractResolver):
         await self._inner.close()
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """What the receiver answered to one post: its status code, or ``error`` when there was no
     answer to take (refused, timed out, blocked, no TLS), and its ``Retry-After`` as given
     (None without one; several are joined with commas, as HTTP joins a field's lines), and

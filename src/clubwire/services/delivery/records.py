@@ -144,8 +144,7 @@ def _stand_in(result: Result, schedule: RetrySchedule, now: datetime) -> Result:
     """What is recorded for a result the database refused: a failed attempt with a generic
     error and nothing of what the receiver said, moved on by the schedule as failures are."""
     verdict = delivering.judge(result.job, False, now, schedule, random.random())
-    return dataclasses.replace(
-        result,
+    return result._replace(
         ok=False,
         response_code=None,
         error=UNRECORDABLE,
