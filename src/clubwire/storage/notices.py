@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
 import os
 import queue
@@ -101,6 +102,13 @@ def _ended(session: Session, transaction: SessionTransaction) -> None:
             pending.clear()
 
 
+@functools.cache
+def _conninfo(url: URL) -> str:
+    """The database's address for psycopg, worked out once per engine's URL (every commit
+    that notifies asks)."""
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 class _Notifier:
     """The process's sender, on a connection per database it keeps (closed after
     ``CLOSE_IDLE_AFTER`` seconds with nothing to send). The committing thread sends its own
@@ -120,7 +128,7 @@ class _Notifier:
 
     def send(self, url: URL, notes: Notes) -> None:
         self._start()
-        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        conninfo = _conninfo(url)
         if _on_event_loop() or not self._sending.acquire(blocking=False):
             self._queue.put((conninfo, notes))
             return
